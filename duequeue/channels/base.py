@@ -1,0 +1,42 @@
+"""What every channel receives (a Message) and returns (an Outcome)."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+Status = Literal["sent", "failed", "permanent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The result of one delivery attempt to one target.
+
+    `failed` is transient (retry later); `permanent` will fail again the same way (4xx, SMTP 5xx,
+    refused recipient) and is never retried. `retry_after` is the wait in seconds a server asked for
+    (Retry-After on 429/503); the policy never retries sooner than that.
+    """
+
+    status: Status
+    error: str | None = None
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One fire of one reminder, addressed to one target.
+
+    `delivery_id` is stable for (reminder, fire, target) across retries: it becomes the webhook-id
+    and the email Message-ID so receivers can deduplicate an at-least-once network.
+    """
+
+    reminder_id: int
+    fire_at: datetime
+    subject: str
+    body: str
+    data: Any
+    delivery_id: str
+
+
+def delivery_id(reminder_id: int, fire_at_ms: int, target_id: int) -> str:
+    """Return the stable id of one (reminder, fire, target) delivery."""
+    return f"dq_{reminder_id}_{fire_at_ms}_{target_id}"
