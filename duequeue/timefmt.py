@@ -2,6 +2,8 @@
 
 from datetime import UTC, datetime, timedelta
 
+from duequeue.errors import BadInputError
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
 
@@ -25,3 +27,15 @@ def iso(ms: int | None) -> str | None:
         return None
     text = from_ms(ms).isoformat(timespec="milliseconds")
     return text.replace("+00:00", "Z")
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str, field: str = "duration") -> timedelta:
+    """Parse a positive duration such as 90s, 15m, 2h, 1d or 1w."""
+    raw = text.strip()
+    number, unit = raw[:-1], raw[-1:].lower()
+    if unit not in _UNITS or not (number.isascii() and number.isdigit()) or int(number) <= 0:
+        raise BadInputError(f"{field}: {text!r} is not a duration like 90s, 15m, 2h, 1d or 1w")
+    return timedelta(seconds=int(number) * _UNITS[unit])

@@ -1,0 +1,162 @@
+"""Settings from flags > environment (DUEQUEUE_*) > TOML config file > defaults, validated once."""
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from duequeue.errors import BadInputError, ConfigError
+from duequeue.policy import RetryPolicy
+from duequeue.timefmt import parse_duration
+
+APP_NAME = "duequeue"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The effective settings of one command run."""
+
+    db: str
+    smtp_url: str | None = None
+    email_from: str | None = None
+    webhook_secret: str | None = None
+    max_retries: int = 3
+    backoff: str = "1m,5m,30m"
+    tick_limit: int = 100
+    channel_timeout: float = 10.0
+    tick_budget: float = 50.0
+    concurrency: int = 64
+    tz: str = "UTC"
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """Return the retry policy these settings describe."""
+        return RetryPolicy(self.max_retries, parse_backoff(self.backoff))
+
+    @property
+    def lease_ms(self) -> int:
+        """Return how long a tick holds the rows it claims.
+
+        Longer than the slowest possible delivery of a batch: no delivery starts after the budget,
+        and one that has started ends within its timeout (an SMTP send may wait on a few replies,
+        each under the timeout), plus a margin for the write-back.
+        """
+        return round((self.tick_budget + 10 * self.channel_timeout + 60) * 1000)
+
+
+_ENV_PREFIX = "DUEQUEUE_"
+
+
+def default_db_path() -> Path:
+    """Return the default database path under the user data dir."""
+    from platformdirs import user_data_path
+
+    return user_data_path(APP_NAME) / "duequeue.db"
+
+
+def default_config_path() -> Path:
+    """Return the default config file path under the user config dir."""
+    from platformdirs import user_config_path
+
+    return user_config_path(APP_NAME) / "config.toml"
+
+
+def parse_backoff(text: str) -> tuple[int, ...]:
+    """Parse a backoff table such as 1m,5m,30m into milliseconds."""
+    steps = [s for s in text.split(",") if s.strip()]
+    if not steps:
+        raise ConfigError("DUEQUEUE_BACKOFF: give at least one step, such as 1m,5m,30m")
+    try:
+        return tuple(
+            int(parse_duration(s, "DUEQUEUE_BACKOFF").total_seconds() * 1000) for s in steps
+        )
+    except BadInputError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: str | None = None,
+) -> Settings:
+    """Merge flags, environment, config file and defaults into validated Settings."""
+    env = os.environ if env is None else env
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    explicit = config_file or env.get(_ENV_PREFIX + "CONFIG")
+    path = Path(explicit) if explicit else default_config_path()
+    merged: dict[str, Any] = _read_config_file(path, required=bool(explicit))
+    names = {f.name for f in fields(Settings)}
+    for name in names:
+        value = env.get(_ENV_PREFIX + name.upper())
+        if value not in (None, ""):
+            merged[name] = value
+    merged.update(flags)
+    merged.setdefault("db", str(default_db_path()))
+    return _validate(merged, names)
+
+
+def _read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            raw = tomllib.load(f)
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(f"config file {path} does not exist") from None
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config file {path}: {exc}") from exc
+    return {k.replace("-", "_"): v for k, v in raw.items()}
+
+
+def _validate(merged: dict[str, Any], names: set[str]) -> Settings:
+    unknown = sorted(set(merged) - names)
+    if unknown:
+        raise ConfigError(f"unknown setting {unknown[0]!r}; known: {', '.join(sorted(names))}")
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        if f.name not in merged:
+            continue
+        raw = merged[f.name]
+        label = _ENV_PREFIX + f.name.upper()
+        try:
+            if f.type in (int, "int"):
+                value: Any = int(raw)
+            elif f.type in (float, "float"):
+                value = float(raw)
+            else:
+                value = str(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{label}: {raw!r} is not a number") from None
+        if isinstance(value, int | float) and value <= 0:
+            raise ConfigError(f"{label}: must be greater than 0, got {raw!r}")
+        values[f.name] = value
+    settings = Settings(**values)
+    settings.retry_policy  # noqa: B018 - validates the backoff table once, up front
+    if settings.webhook_secret is not None and not settings.webhook_secret.startswith("whsec_"):
+        raise ConfigError("DUEQUEUE_WEBHOOK_SECRET: expected whsec_<base64>")
+    return settings
+
+
+def masked(settings: Settings) -> dict[str, Any]:
+    """Return the settings as a dict with secrets masked, for display."""
+    out: dict[str, Any] = {}
+    for f in fields(Settings):
+        value = getattr(settings, f.name)
+        if f.name == "webhook_secret" and value:
+            value = "whsec_****"
+        elif f.name == "smtp_url" and value:
+            value = _mask_url(value)
+        out[f.name] = value
+    return out
+
+
+def _mask_url(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(":" + parts.password + "@", ":****@", 1)
+    return parts._replace(netloc=netloc).geturl()

@@ -1,0 +1,411 @@
+"""The SQLite store (apsw): WAL, a busy timeout, and BEGIN IMMEDIATE for every write."""
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, cast
+
+import apsw
+
+from duequeue.errors import StoreError
+from duequeue.store.base import (
+    Claimed,
+    DeliveryRecord,
+    NewReminder,
+    ReminderView,
+    Store,
+    Target,
+    View,
+    WriteBack,
+)
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
+BUSY_TIMEOUT_MS = 5000
+
+_VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
+    CASE WHEN r.cancelled_at IS NOT NULL THEN 'cancelled'
+         WHEN r.dead_at IS NOT NULL THEN 'dead'
+         WHEN r.done_at IS NOT NULL THEN 'done' ELSE 'pending' END,
+    r.fire_at, r.next_fire_at, r.error_count, r.last_error, r.last_fired_at, r.skipped_fires,
+    r.created_at, r.dead_at"""
+
+
+def schema_sql() -> str:
+    """Return the schema shipped inside the package."""
+    return files("duequeue").joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+class SQLiteStore(Store):
+    """A Store on one SQLite file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._conn = _connect(self.path)
+        try:
+            self._ensure_schema()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[apsw.Cursor]:
+        """Run a write transaction; IMMEDIATE so that concurrent writers queue on the busy
+        timeout instead of failing when a read lock would have to be upgraded."""
+        try:
+            _fetch(self._conn, "BEGIN IMMEDIATE")
+        except apsw.BusyError as exc:
+            raise StoreError(
+                f"database {self.path} stayed locked for {BUSY_TIMEOUT_MS} ms"
+            ) from exc
+        try:
+            yield self._conn.cursor()
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        try:
+            self._conn.execute("COMMIT")
+        except apsw.Error as exc:
+            with contextlib.suppress(apsw.Error):
+                self._conn.execute("ROLLBACK")
+            raise StoreError(f"database {self.path}: commit failed: {exc}") from exc
+
+    def _ensure_schema(self) -> None:
+        try:
+            app_id, version = self._header()
+            if version == SCHEMA_VERSION and app_id == APPLICATION_ID:
+                return
+            with self._write() as cur:
+                app_id, version = self._header()  # another process may have won the race
+                if version == 0 and app_id == 0:
+                    tables = _fetch(cur, "SELECT count(*) FROM sqlite_schema")[0][0]
+                    if tables:
+                        raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
+                    cur.execute(schema_sql())
+                    return
+        except apsw.NotADBError as exc:
+            raise StoreError(f"{self.path} is not an SQLite database") from exc
+        except apsw.BusyError as exc:
+            raise StoreError(f"database {self.path} is locked") from exc
+        if app_id != APPLICATION_ID:
+            raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {version}; this duequeue knows {SCHEMA_VERSION}"
+            )
+
+    def _header(self) -> tuple[int, int]:
+        app_id = _fetch(self._conn, "PRAGMA application_id")[0][0]
+        version = _fetch(self._conn, "PRAGMA user_version")[0][0]
+        return int(app_id), int(version)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def add(self, reminder: NewReminder, now: int) -> tuple[int, bool]:
+        r = reminder
+        with self._write() as cur:
+            # The UNIQUE key decides, not a check-then-insert: concurrent adds of one key land once.
+            rows = _fetch(
+                cur,
+                """INSERT INTO reminders (key, subject, body, data, rule_kind, rule, tz, dtstart,
+                       misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (key) DO NOTHING RETURNING id""",
+                (
+                    r.key,
+                    r.subject,
+                    r.body,
+                    r.data,
+                    r.rule_kind,
+                    r.rule,
+                    r.tz,
+                    r.dtstart,
+                    r.misfire_grace_ms,
+                    r.fire_at,
+                    r.fire_at,
+                    now,
+                    now,
+                ),
+            )
+            if not rows:
+                existing = _fetch(cur, "SELECT id FROM reminders WHERE key = ?", (r.key,))
+                return int(existing[0][0]), False
+            reminder_id = int(rows[0][0])
+            cur.executemany(
+                "INSERT OR IGNORE INTO targets (reminder_id, channel, address) VALUES (?, ?, ?)",
+                [(reminder_id, t.channel, t.address) for t in r.targets],
+            )
+        return reminder_id, True
+
+    def claim_due(
+        self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str
+    ) -> list[Claimed]:
+        with self._write() as cur:
+            rows = _fetch(
+                cur,
+                """UPDATE reminders SET lease_owner = :owner, lease_until = :until,
+                       updated_at = :now
+                   WHERE id IN (
+                       SELECT id FROM reminders
+                       WHERE next_fire_at <= :now AND error_count < :max
+                         AND (lease_until IS NULL OR lease_until < :now)
+                       ORDER BY next_fire_at, id LIMIT :limit)
+                   RETURNING id, subject, body, data, rule_kind, rule, tz, dtstart,
+                       misfire_grace_ms, fire_at, error_count, next_fire_at""",
+                {
+                    "owner": owner,
+                    "until": now + lease_ms,
+                    "now": now,
+                    "max": max_errors,
+                    "limit": limit,
+                },
+            )
+            if not rows:
+                return []
+            # RETURNING gives no order; the tick wants the oldest due first.
+            rows.sort(key=lambda row: (row[11], row[0]))
+            targets = self._targets(cur, [int(row[0]) for row in rows])
+            claimed = []
+            for row in rows:
+                rid, fire_at = int(row[0]), int(row[9])
+                sent, permanent, attempts = self._ledger_state(cur, rid, fire_at)
+                claimed.append(
+                    Claimed(
+                        id=rid,
+                        subject=row[1],
+                        body=row[2],
+                        data=row[3],
+                        rule_kind=row[4],
+                        rule=row[5],
+                        tz=row[6],
+                        dtstart=int(row[7]),
+                        misfire_grace_ms=row[8],
+                        fire_at=fire_at,
+                        error_count=int(row[10]),
+                        targets=targets.get(rid, ()),
+                        sent=sent,
+                        permanent=permanent,
+                        attempts=attempts,
+                    )
+                )
+        return claimed
+
+    def record(self, records: Sequence[DeliveryRecord]) -> None:
+        if not records:
+            return
+        with self._write() as cur:
+            # The partial unique index turns a second `sent` of one target and fire into a no-op.
+            cur.executemany(
+                """INSERT INTO deliveries
+                       (reminder_id, target_id, fire_at, outcome, error, attempt, at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING""",
+                [
+                    (d.reminder_id, d.target_id, d.fire_at, d.outcome, d.error, d.attempt, d.at)
+                    for d in records
+                ],
+            )
+
+    def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
+        applied = 0
+        with self._write() as cur:
+            for w in items:
+                _fetch(
+                    cur,
+                    """UPDATE reminders SET
+                           fire_at = :pending, next_fire_at = :next, error_count = :errors,
+                           last_error = :error,
+                           last_fired_at = CASE WHEN :fired THEN :fire ELSE last_fired_at END,
+                           skipped_fires = skipped_fires + :skipped,
+                           done_at = CASE WHEN :state = 'done' THEN :now END,
+                           dead_at = CASE WHEN :state = 'dead' THEN :now END,
+                           lease_owner = NULL, lease_until = NULL, updated_at = :now
+                       WHERE id = :id AND lease_owner = :owner""",
+                    {
+                        "pending": w.pending_fire_at,
+                        "next": w.next_fire_at,
+                        "errors": w.error_count,
+                        "error": w.last_error,
+                        "fired": w.fired,
+                        "fire": w.fire_at,
+                        "skipped": w.skipped,
+                        "state": w.state,
+                        "now": now,
+                        "id": w.reminder_id,
+                        "owner": owner,
+                    },
+                )
+                if self._conn.changes() != 1:
+                    continue  # the lease was lost: the row is someone else's now
+                applied += 1
+                if w.dead_letter:
+                    cur.execute(
+                        """INSERT INTO dead_letters
+                               (reminder_id, fire_at, error_count, last_error, dead_at)
+                           VALUES (?, ?, ?, ?, ?)
+                           ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
+                               error_count = excluded.error_count,
+                               last_error = excluded.last_error, dead_at = excluded.dead_at""",
+                        (w.reminder_id, w.fire_at, w.error_count, w.last_error, now),
+                    )
+        return applied
+
+    def release(self, owner: str, ids: Sequence[int], now: int) -> int:
+        if not ids:
+            return 0
+        with self._write() as cur:
+            cur.executemany(
+                """UPDATE reminders SET lease_owner = NULL, lease_until = NULL, updated_at = ?
+                   WHERE id = ? AND lease_owner = ?""",
+                [(now, rid, owner) for rid in ids],
+            )
+        return len(ids)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def list_view(self, view: View, now: int, limit: int | None = None) -> list[ReminderView]:
+        cur = self._conn.cursor()
+        lim = -1 if limit is None else limit
+        if view == "dead":
+            rows = _fetch(
+                cur,
+                f"""SELECT {_VIEW_COLUMNS}, d.fire_at, d.error_count, d.last_error, d.dead_at
+                    FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
+                    WHERE r.cancelled_at IS NULL
+                    ORDER BY d.dead_at, d.id LIMIT ?""",
+                (lim,),
+            )
+        else:
+            where = {
+                "due": "r.next_fire_at <= ? AND r.cancelled_at IS NULL",
+                "pending": "r.next_fire_at IS NOT NULL AND r.cancelled_at IS NULL AND ? = ?",
+                "all": "? = ?",
+            }[view]
+            args: tuple[Any, ...] = (now, lim) if view == "due" else (0, 0, lim)
+            order = "r.next_fire_at, r.id" if view != "all" else "r.id"
+            rows = _fetch(
+                cur,
+                f"SELECT {_VIEW_COLUMNS} FROM reminders r WHERE {where} ORDER BY {order} LIMIT ?",
+                args,
+            )
+        targets = self._targets(cur, sorted({int(row[0]) for row in rows}))
+        return [_view(row, targets.get(int(row[0]), ())) for row in rows]
+
+    def get(self, reminder_id: int) -> ReminderView | None:
+        cur = self._conn.cursor()
+        rows = _fetch(
+            cur, f"SELECT {_VIEW_COLUMNS} FROM reminders r WHERE r.id = ?", (reminder_id,)
+        )
+        if not rows:
+            return None
+        return _view(rows[0], self._targets(cur, [reminder_id]).get(reminder_id, ()))
+
+    def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
+        rows = _fetch(
+            self._conn,
+            """SELECT reminder_id, target_id, fire_at, outcome, error, attempt, at
+               FROM deliveries WHERE reminder_id = ? ORDER BY id""",
+            (reminder_id,),
+        )
+        return [DeliveryRecord(*row) for row in rows]
+
+    @staticmethod
+    def _targets(cur: apsw.Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
+        found: dict[int, list[Target]] = {}
+        # json_each keeps this one statement whatever the batch size (no variable limit).
+        for rid, tid, channel, address in _fetch(
+            cur,
+            """SELECT reminder_id, id, channel, address FROM targets
+               WHERE reminder_id IN (SELECT value FROM json_each(?)) ORDER BY id""",
+            (_json_ints(ids),),
+        ):
+            found.setdefault(int(rid), []).append(Target(int(tid), channel, address))
+        return {rid: tuple(ts) for rid, ts in found.items()}
+
+    @staticmethod
+    def _ledger_state(
+        cur: apsw.Cursor, reminder_id: int, fire_at: int
+    ) -> tuple[frozenset[int], frozenset[int], dict[int, int]]:
+        sent: set[int] = set()
+        permanent: set[int] = set()
+        attempts: dict[int, int] = {}
+        for tid, outcome, n in _fetch(
+            cur,
+            """SELECT target_id, outcome, count(*) FROM deliveries
+               WHERE reminder_id = ? AND fire_at = ? GROUP BY target_id, outcome""",
+            (reminder_id, fire_at),
+        ):
+            attempts[tid] = attempts.get(tid, 0) + int(n)
+            if outcome == "sent":
+                sent.add(tid)
+            elif outcome == "permanent":
+                permanent.add(tid)
+        return frozenset(sent), frozenset(permanent), attempts
+
+
+Row = tuple[Any, ...]
+
+
+def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> list[Row]:
+    """Run one statement and return its rows, typed loosely as SQLite values are."""
+    return cast(list[Row], cur.execute(sql, args).fetchall())
+
+
+def _json_ints(ids: Sequence[int]) -> str:
+    return "[" + ",".join(str(int(i)) for i in ids) + "]"
+
+
+def _view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
+    view = ReminderView(
+        id=row[0],
+        key=row[1],
+        subject=row[2],
+        rule_kind=row[3],
+        rule=row[4],
+        tz=row[5],
+        state=row[6],
+        fire_at=row[7],
+        next_fire_at=row[8],
+        error_count=row[9],
+        last_error=row[10],
+        last_fired_at=row[11],
+        skipped_fires=row[12],
+        created_at=row[13],
+        dead_at=row[14],
+        targets=targets,
+    )
+    if len(row) > 15:  # a dead letter: its fire, errors and time, beside the row's own state
+        from dataclasses import replace
+
+        view = replace(
+            view, dead_fire_at=row[15], error_count=row[16], last_error=row[17], dead_at=row[18]
+        )
+    return view
+
+
+def _connect(path: Path) -> apsw.Connection:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            # Owner-only from the first byte: the file holds addresses and webhook URLs.
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+        _fetch(conn, "PRAGMA foreign_keys = ON")
+        mode = _fetch(conn, "PRAGMA journal_mode = WAL")
+        # NORMAL is durable against a crash of the process (the WAL is fsynced at checkpoints);
+        # only an OS crash or power cut can lose the last commits. README "Guarantees" says so.
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except apsw.NotADBError as exc:
+        raise StoreError(f"{path} is not an SQLite database") from exc
+    except (apsw.Error, OSError) as exc:
+        raise StoreError(f"cannot open database {path}: {exc}") from exc
+    if not mode or str(mode[0][0]).lower() != "wal":
+        raise StoreError(f"database {path}: could not switch to WAL mode")
+    return conn

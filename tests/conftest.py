@@ -1,0 +1,27 @@
+"""Shared fixtures: an isolated environment, a fresh database and a CLI runner."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Keep every test away from the user's real config, data dir and DUEQUEUE_* settings."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("DUEQUEUE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    yield
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "dq.db"

@@ -1,0 +1,82 @@
+"""The store contract on SQLite, plus what only the SQLite file itself can show."""
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+
+from duequeue.errors import StoreError
+from duequeue.store.base import Store
+from duequeue.store.sqlite import SQLiteStore, schema_sql
+from tests.store_contract import StoreContract
+
+
+class TestSQLiteStore(StoreContract):
+    @pytest.fixture
+    def store(self, db_path: Path) -> Iterator[Store]:
+        s = SQLiteStore(db_path)
+        yield s
+        s.close()
+
+    @pytest.fixture
+    def open_another(self, db_path: Path) -> Callable[[], Store]:
+        return lambda: SQLiteStore(db_path)
+
+
+def test_it_creates_the_database_owner_only_in_wal_mode(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
+    conn = apsw.Connection(str(db_path))
+    assert conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
+    assert conn.execute("PRAGMA user_version").fetchall() == [(1,)]
+
+
+def test_the_packaged_schema_is_the_top_level_schema_sql() -> None:
+    top = Path(__file__).resolve().parent.parent / "schema.sql"
+    assert schema_sql() == top.read_text(encoding="utf-8")
+
+
+def test_it_refuses_a_file_that_is_not_sqlite_and_leaves_it_untouched(db_path: Path) -> None:
+    db_path.write_bytes(b"hello, this is a text file" * 100)
+    before = db_path.read_bytes()
+    with pytest.raises(StoreError, match="not an SQLite database"):
+        SQLiteStore(db_path)
+    assert db_path.read_bytes() == before
+
+
+def test_it_refuses_a_foreign_sqlite_database_and_leaves_it_untouched(db_path: Path) -> None:
+    conn = apsw.Connection(str(db_path))
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    conn.close()
+    with pytest.raises(StoreError, match="not duequeue's"):
+        SQLiteStore(db_path)
+    conn = apsw.Connection(str(db_path))
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_schema")]
+    assert names == ["notes"]
+
+
+def test_it_refuses_a_database_from_a_newer_duequeue(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    conn = apsw.Connection(str(db_path))
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(StoreError, match="schema version 99"):
+        SQLiteStore(db_path)
+
+
+def test_the_due_query_walks_the_partial_index(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    conn = apsw.Connection(str(db_path))
+    plan = " ".join(
+        str(row[-1])
+        for row in conn.execute(
+            """EXPLAIN QUERY PLAN SELECT id FROM reminders
+               WHERE next_fire_at <= 5 AND error_count < 3
+                 AND (lease_until IS NULL OR lease_until < 5)
+               ORDER BY next_fire_at, id LIMIT 100"""
+        )
+    )
+    assert "USING INDEX reminders_due" in plan
