@@ -7,6 +7,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from duequeue.channels.signing import parse_secret
+from duequeue.channels.smtpurl import parse_smtp_url
 from duequeue.errors import BadInputError, ConfigError
 from duequeue.policy import RetryPolicy
 from duequeue.timefmt import parse_duration
@@ -94,7 +96,7 @@ def load_settings(
             merged[name] = value
     merged.update(flags)
     merged.setdefault("db", str(default_db_path()))
-    return _validate(merged, names)
+    return _validate(merged, names, env)
 
 
 def _read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
@@ -110,7 +112,7 @@ def _read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
     return {k.replace("-", "_"): v for k, v in raw.items()}
 
 
-def _validate(merged: dict[str, Any], names: set[str]) -> Settings:
+def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -> Settings:
     unknown = sorted(set(merged) - names)
     if unknown:
         raise ConfigError(f"unknown setting {unknown[0]!r}; known: {', '.join(sorted(names))}")
@@ -134,8 +136,12 @@ def _validate(merged: dict[str, Any], names: set[str]) -> Settings:
         values[f.name] = value
     settings = Settings(**values)
     settings.retry_policy  # noqa: B018 - validates the backoff table once, up front
-    if settings.webhook_secret is not None and not settings.webhook_secret.startswith("whsec_"):
-        raise ConfigError("DUEQUEUE_WEBHOOK_SECRET: expected whsec_<base64>")
+    # Checked here, once, so a bad secret or SMTP URL stops every command with exit 1 before
+    # a tick leases rows it then could not deliver.
+    if settings.webhook_secret is not None:
+        parse_secret(settings.webhook_secret)
+    if settings.smtp_url is not None:
+        parse_smtp_url(settings.smtp_url, env)
     return settings
 
 

@@ -1,0 +1,265 @@
+"""The email channel: send messages over one reused SMTP connection, return an Outcome."""
+
+import asyncio
+import email.policy
+import re
+import smtplib
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from email.message import EmailMessage
+from email.utils import formatdate, parseaddr
+
+from duequeue.channels.base import Message, Outcome
+from duequeue.channels.smtpurl import parse_smtp_url
+from duequeue.timefmt import iso, to_ms
+
+_FALLBACK_DOMAIN = "duequeue.invalid"
+_DOMAIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
+
+
+def build_email(msg: Message, sender: str, to: str, now: float) -> EmailMessage:
+    """Return the email of one message; its Message-ID is stable across retries."""
+    mail = EmailMessage()
+    mail["From"] = sender
+    mail["To"] = to
+    # A newline in a header value is an injection vector (and rejected by the policy).
+    mail["Subject"] = " ".join(msg.subject.splitlines())
+    mail["Date"] = formatdate(now, localtime=False)
+    mail["Message-ID"] = f"<{msg.delivery_id}@{_domain_of(sender)}>"
+    mail["X-Duequeue-Reminder-Id"] = str(msg.reminder_id)
+    mail["X-Duequeue-Fire-At"] = iso(to_ms(msg.fire_at)) or ""
+    mail.set_content(msg.body, charset="utf-8")
+    return mail
+
+
+def _domain_of(sender: str) -> str:
+    _local, at, domain = parseaddr(sender)[1].rpartition("@")
+    return domain if at and _DOMAIN.match(domain) else _FALLBACK_DOMAIN
+
+
+class EmailChannel:
+    """Deliver messages over one SMTP connection, opened on the first send and then reused.
+
+    smtplib blocks, so every SMTP exchange runs on one dedicated worker thread: sends are
+    serialised on the one connection while the event loop stays free for webhooks. A send's
+    wait therefore includes the emails queued before it.
+    """
+
+    def __init__(
+        self,
+        *,
+        smtp_url: str,
+        sender: str,
+        timeout: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._settings = parse_smtp_url(smtp_url)
+        self._sender = sender
+        self._envelope_from = parseaddr(sender)[1] or sender
+        self._timeout = timeout
+        self._clock = clock
+        self._executor: ThreadPoolExecutor | None = None
+        # Touched only on the worker thread.
+        self._conn: smtplib.SMTP | None = None
+        self._tls: ssl.SSLContext | None = None
+
+    async def __aenter__(self) -> "EmailChannel":
+        """Prepare the worker; connect only when the first message is sent."""
+        # The thread itself starts on the first submit, so an email-less tick costs nothing.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="duequeue-smtp")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Say QUIT if connected, close the connection and let the worker thread end."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(executor, self._quit)
+        finally:
+            # The QUIT above ran last on the single worker, so the thread is idle and exits now.
+            executor.shutdown(wait=False)
+
+    async def send(self, msg: Message, address: str) -> Outcome:
+        """Send one message to `address` and return its outcome; never raise."""
+        try:
+            executor = self._executor
+            if executor is None:
+                return Outcome("failed", "email channel used outside 'async with'")
+            now = self._clock()
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(executor, self._deliver, msg, address, now)
+        except Exception as exc:  # the channel contract: report, never raise
+            return Outcome("failed", self._redact(f"{type(exc).__name__}: {exc}"))
+
+    def _deliver(self, msg: Message, address: str, now: float) -> Outcome:
+        recipient = parseaddr(address)[1]
+        if not recipient:
+            return Outcome("permanent", "invalid email address")
+        international = not (self._envelope_from + recipient).isascii()
+        try:
+            mail = build_email(msg, self._sender, address, now)
+            policy = email.policy.SMTPUTF8 if international else email.policy.SMTP
+            payload = mail.as_bytes(policy=policy)
+        except (TypeError, ValueError) as exc:
+            # The same message would fail the same way on every retry.
+            return Outcome("permanent", f"cannot build the email: {' '.join(str(exc).split())}")
+        options = ("SMTPUTF8", "BODY=8BITMIME") if international else ()
+        try:
+            return self._transact(recipient, payload, options)
+        except smtplib.SMTPNotSupportedError as exc:
+            self._drop()
+            if international:
+                return Outcome("permanent", f"SMTP server cannot take a non-ASCII address: {exc}")
+            return Outcome("failed", f"SMTP: {exc}")
+        except Exception as exc:
+            # The connection is in an unknown state; the next send starts a fresh one.
+            self._drop()
+            return Outcome("failed", self._describe(exc))
+
+    def _transact(self, recipient: str, payload: bytes, options: tuple[str, ...]) -> Outcome:
+        conn, code, reply = self._mail(options)
+        if code != 250:
+            return self._refused(conn, "sender", code, reply)
+        code, reply = conn.rcpt(recipient)
+        if code not in (250, 251):
+            return self._refused(conn, "recipient", code, reply)
+        try:
+            code, reply = conn.data(payload)
+        except smtplib.SMTPDataError as exc:
+            # The DATA command itself was refused: nothing of the message was sent.
+            return self._refused(conn, "message", exc.smtp_code, exc.smtp_error)
+        except (smtplib.SMTPServerDisconnected, OSError) as exc:
+            # Never resend after DATA started: the server may have queued the message already.
+            self._drop()
+            return Outcome("failed", f"{self._describe(exc)} (during DATA; delivery unknown)")
+        if code != 250:
+            return self._refused(conn, "message", code, reply)
+        return Outcome("sent")
+
+    def _mail(self, options: tuple[str, ...]) -> tuple[smtplib.SMTP, int, bytes]:
+        reused = self._conn is not None
+        conn = self._connection()
+        try:
+            code, reply = conn.mail(self._envelope_from, options)
+        except (smtplib.SMTPServerDisconnected, ConnectionError) as exc:
+            if not reused or _timed_out(exc):
+                raise
+            code, reply = 421, b""
+        if code == 421 and reused:
+            # The server dropped the idle connection. It accepted nothing of this message yet,
+            # so trying once more on a fresh connection cannot deliver it twice.
+            self._drop()
+            conn = self._connection()
+            code, reply = conn.mail(self._envelope_from, options)
+        return conn, code, reply
+
+    def _connection(self) -> smtplib.SMTP:
+        if self._conn is not None:
+            return self._conn
+        settings = self._settings
+        conn: smtplib.SMTP
+        if settings.security == "tls":
+            conn = smtplib.SMTP_SSL(
+                settings.host, settings.port, timeout=self._timeout, context=self._tls_context()
+            )
+        else:
+            conn = smtplib.SMTP(settings.host, settings.port, timeout=self._timeout)
+        try:
+            conn.ehlo_or_helo_if_needed()
+            if settings.security == "starttls":
+                if not conn.has_extn("starttls"):
+                    raise smtplib.SMTPNotSupportedError("server does not offer STARTTLS")
+                conn.starttls(context=self._tls_context())
+                conn.ehlo()
+            if settings.user is not None:
+                conn.login(settings.user, settings.password or "")
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _tls_context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            self._tls = ssl.create_default_context()
+        return self._tls
+
+    def _refused(self, conn: smtplib.SMTP, what: str, code: int, reply: bytes | str) -> Outcome:
+        error = f"{what} {'refused' if code >= 500 else 'deferred'}: {code} {_text(reply)}"
+        if code == 421 or not 400 <= code < 600:
+            # 421 means the server is closing the connection; anything else is not SMTP.
+            self._drop()
+        else:
+            try:
+                # Clear the half-done transaction so the connection serves the next message.
+                conn.rset()
+            except (smtplib.SMTPException, OSError):
+                self._drop()
+        return Outcome("permanent" if 500 <= code < 600 else "failed", self._redact(error.strip()))
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _quit(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            conn.quit()
+        except (smtplib.SMTPException, OSError):
+            pass
+        finally:
+            conn.close()
+
+    def _describe(self, exc: BaseException) -> str:
+        settings = self._settings
+        where = f"{settings.host}:{settings.port}"
+        if _timed_out(exc):
+            return f"SMTP timeout after {self._timeout:g}s ({where})"
+        if isinstance(exc, smtplib.SMTPAuthenticationError):
+            detail = self._redact(f"{exc.smtp_code} {_text(exc.smtp_error)}")
+            return f"SMTP authentication failed: {detail}"
+        if isinstance(exc, smtplib.SMTPConnectError):
+            return f"SMTP server refused the connection: {exc.smtp_code} {_text(exc.smtp_error)}"
+        if isinstance(exc, smtplib.SMTPResponseException):
+            return self._redact(f"SMTP error: {exc.smtp_code} {_text(exc.smtp_error)}")
+        if isinstance(exc, ConnectionRefusedError):
+            return f"SMTP connection refused ({where})"
+        if isinstance(exc, socket.gaierror):
+            return f"SMTP host lookup failed for {settings.host}: {exc.strerror}"
+        if isinstance(exc, ssl.SSLError | ssl.CertificateError):
+            return f"SMTP TLS error ({where}): {exc}"
+        if isinstance(exc, smtplib.SMTPServerDisconnected):
+            return f"SMTP connection lost ({where}): {exc}"
+        if isinstance(exc, OSError):
+            return f"SMTP connection error ({where}): {exc}"
+        return self._redact(f"{type(exc).__name__}: {exc}")
+
+    def _redact(self, text: str) -> str:
+        text = " ".join(text.split())
+        password = self._settings.password
+        # A very short password would match everywhere; such a value cannot be hidden this way.
+        return text.replace(password, "***") if password and len(password) >= 4 else text
+
+
+def _timed_out(exc: BaseException) -> bool:
+    # smtplib wraps a read timeout into SMTPServerDisconnected; the cause chain keeps it.
+    current: BaseException | None = exc
+    for _ in range(10):
+        if current is None:
+            return False
+        if isinstance(current, TimeoutError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _text(reply: bytes | str) -> str:
+    text = reply.decode("utf-8", errors="replace") if isinstance(reply, bytes) else reply
+    return " ".join(text.split())

@@ -1,0 +1,40 @@
+"""Standard Webhooks secrets and signatures; light enough for settings validation."""
+
+import base64
+import binascii
+import hashlib
+import hmac
+
+from duequeue.errors import ConfigError
+
+_SECRET_PREFIX = "whsec_"
+
+
+def parse_secret(secret: str) -> bytes:
+    """Return the HMAC key of a `whsec_<base64>` secret; raise ConfigError on a bad format."""
+    if not secret.startswith(_SECRET_PREFIX):
+        raise ConfigError("DUEQUEUE_WEBHOOK_SECRET: must start with 'whsec_' followed by base64")
+    encoded = secret[len(_SECRET_PREFIX) :]
+    # Accept unpadded base64 like the reference libraries do.
+    encoded += "=" * (-len(encoded) % 4)
+    try:
+        key = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        # `from None`: the decoder's message could quote part of the secret.
+        raise ConfigError(
+            "DUEQUEUE_WEBHOOK_SECRET: the part after 'whsec_' is not base64"
+        ) from None
+    if not key:
+        raise ConfigError("DUEQUEUE_WEBHOOK_SECRET: the key after 'whsec_' is empty")
+    return key
+
+
+def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """Return the `webhook-signature` value (`v1,<base64>`) of one message."""
+    return sign_with_key(parse_secret(secret), msg_id, timestamp, body)
+
+
+def sign_with_key(key: bytes, msg_id: str, timestamp: int, body: bytes) -> str:
+    """Return the `webhook-signature` value for an already decoded key."""
+    digest = hmac.new(key, f"{msg_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode("ascii")
