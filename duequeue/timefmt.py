@@ -1,5 +1,6 @@
 """Conversions between stored unix milliseconds and aware UTC datetimes."""
 
+import re
 from datetime import UTC, datetime, timedelta
 
 from duequeue.errors import BadInputError
@@ -29,13 +30,33 @@ def iso(ms: int | None) -> str | None:
     return text.replace("+00:00", "Z")
 
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION = re.compile(r"([0-9]+)([smhdw])")
+_UNITS = {
+    "s": timedelta(seconds=1),
+    "m": timedelta(minutes=1),
+    "h": timedelta(hours=1),
+    "d": timedelta(days=1),
+    "w": timedelta(weeks=1),
+}
 
 
 def parse_duration(text: str, field: str = "duration") -> timedelta:
-    """Parse a positive duration such as 90s, 15m, 2h, 1d or 1w."""
-    raw = text.strip()
-    number, unit = raw[:-1], raw[-1:].lower()
-    if unit not in _UNITS or not (number.isascii() and number.isdigit()) or int(number) <= 0:
-        raise BadInputError(f"{field}: {text!r} is not a duration like 90s, 15m, 2h, 1d or 1w")
-    return timedelta(seconds=int(number) * _UNITS[unit])
+    """Return a duration written as a positive whole number and a unit: 90s, 15m, 2h, 1d, 1w."""
+    duration = positive_duration(text)
+    if duration is None:
+        raise BadInputError(
+            f"{field}: invalid duration {text!r}: expected a positive whole number and a unit "
+            "s, m, h, d or w, such as 15m"
+        )
+    return duration
+
+
+def positive_duration(text: str) -> timedelta | None:
+    """Return the duration `text` writes (as parse_duration reads it), or None if it is none."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None or int(match[1]) == 0:
+        return None
+    try:
+        return int(match[1]) * _UNITS[match[2]]
+    except OverflowError:
+        return None

@@ -1,0 +1,155 @@
+"""Due times and recurrence: parse --at, --tz, --rrule and --cron and find the next fire.
+
+All instants returned are aware UTC datetimes and `now` is always an argument. A naive time is a
+wall time in the reminder's zone, and DST follows Debian cron for RRULE and cron alike:
+
+- Named wall-clock rules (RRULE DAILY and longer or with any BYxxx part; cron with a fixed hour
+  field) fire a wall time skipped by a gap once, at the first valid instant after the gap, and a
+  repeated wall time once, at its first occurrence. 08:00 stays 08:00 on both sides of a change.
+- Every-N rules (RRULE HOURLY, MINUTELY or SECONDLY without BYxxx; cron whose hour field starts
+  with '*') follow real elapsed time: they fire in both copies of a repeated hour and lose nothing
+  in a gap.
+
+`duequeue.recurrence` has the details; `duequeue.wallclock` the wall-time arithmetic.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from itertools import islice
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from duequeue.errors import BadInputError
+from duequeue.recurrence import (
+    RuleError,
+    cron_fires_after,
+    normalize_cron,
+    normalize_rrule,
+    rrule_series,
+)
+from duequeue.timefmt import positive_duration
+from duequeue.wallclock import resolve_wall
+
+RuleKind = Literal["rrule", "cron"]
+
+_TICK = timedelta(microseconds=1)
+# Zone files that name the host's setting rather than a place: a stored reminder would change
+# meaning when the database moves to another host.
+_HOST_ZONES = frozenset({"localtime", "posixrules"})
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A validated recurrence: RRULE or cron text evaluated in tz from dtstart.
+
+    dtstart is normalised to UTC with whole seconds, the resolution of RRULE times.
+    """
+
+    kind: RuleKind
+    text: str
+    tz: ZoneInfo
+    dtstart: datetime
+
+    def __post_init__(self) -> None:
+        _require_aware(self.dtstart, "Rule.dtstart")
+        object.__setattr__(self, "dtstart", self.dtstart.astimezone(UTC).replace(microsecond=0))
+
+
+def parse_zone(name: str) -> ZoneInfo:
+    """Return the IANA zone called name."""
+    try:
+        if name in _HOST_ZONES:
+            raise ValueError(name)
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise BadInputError(f"--tz: unknown time zone {name!r}") from exc
+
+
+def parse_at(text: str, tz: ZoneInfo, now: datetime) -> datetime:
+    """Return the aware UTC instant meant by --at: now, +15m, ISO 8601, or wall time in tz."""
+    _require_aware(now, "now")
+    stripped = text.strip()
+    try:
+        if stripped.lower() == "now":
+            return now.astimezone(UTC)
+        if stripped.startswith("+"):
+            duration = positive_duration(stripped[1:])
+            if duration is None:
+                raise BadInputError(
+                    f"--at: invalid relative time {text!r}: expected + and a positive whole "
+                    "number and a unit s, m, h, d or w, such as +15m"
+                )
+            # Relative times are real elapsed time, so add in UTC: +1d across a DST change is
+            # 24 hours, not the same wall time tomorrow.
+            return now.astimezone(UTC) + duration
+        parsed = datetime.fromisoformat(stripped)
+        if parsed.tzinfo is not None:
+            return parsed.astimezone(UTC)
+        return resolve_wall(parsed, tz)
+    except ValueError as exc:
+        reason = str(exc)
+        if not reason or reason.startswith("Invalid isoformat"):
+            reason = "expected 'now', '+15m' or ISO 8601 such as 2027-01-05T09:00 or ...+01:00"
+        raise BadInputError(f"--at: invalid time {text!r}: {reason}") from exc
+    except OverflowError as exc:
+        raise BadInputError(f"--at: time {text!r} is out of range") from exc
+
+
+def parse_rule(kind: RuleKind, text: str, tz: ZoneInfo, dtstart: datetime) -> Rule:
+    """Validate RRULE or cron text and return it as a Rule starting at dtstart."""
+    try:
+        if kind == "rrule":
+            rule = Rule(kind, normalize_rrule(text), tz, dtstart)
+            rrule_series(rule.text, rule.tz, rule.dtstart)
+        elif kind == "cron":
+            rule = Rule(kind, normalize_cron(text), tz, dtstart)
+        else:
+            raise ValueError(f"unknown rule kind {kind!r}")
+        if first_fire(rule) is None:
+            raise RuleError(f"{text!r} never fires at or after the start time")
+    except RuleError as exc:
+        raise BadInputError(f"--{kind}: {exc}") from exc
+    return rule
+
+
+def next_fire(rule: Rule, after: datetime) -> datetime | None:
+    """Return the first fire strictly after an aware instant, or None once the rule has ended."""
+    return next(_fires_after(rule, after), None)
+
+
+def first_fire(rule: Rule) -> datetime | None:
+    """Return the first fire at or after the rule's start, or None if it never fires."""
+    return next(_fires_after(rule, rule.dtstart - _TICK), None)
+
+
+def upcoming(rule: Rule, after: datetime, count: int) -> list[datetime]:
+    """Return the next count fires strictly after an aware instant; fewer if the rule ends."""
+    if count <= 0:
+        return []
+    return list(islice(_fires_after(rule, after), count))
+
+
+def count_fires(rule: Rule, after: datetime, until: datetime, cap: int = 100_000) -> int:
+    """Return how many fires lie in (after, until], counting no further than cap."""
+    _require_aware(until, "until")
+    total = 0
+    for fire in _fires_after(rule, after):
+        if fire > until or total >= cap:
+            break
+        total += 1
+    return total
+
+
+def _fires_after(rule: Rule, after: datetime) -> Iterator[datetime]:
+    """Yield a rule's fires strictly after an aware instant, increasing, as UTC."""
+    _require_aware(after, "after")
+    if rule.kind == "rrule":
+        return rrule_series(rule.text, rule.tz, rule.dtstart).fires_after(after)
+    # A cron rule fires at its first match at or after dtstart.
+    return cron_fires_after(rule.text, rule.tz, max(after, rule.dtstart - _TICK))
+
+
+def _require_aware(instant: datetime, name: str) -> None:
+    if instant.tzinfo is None or instant.utcoffset() is None:
+        raise ValueError(f"{name} must be an aware datetime, got naive {instant!r}")
