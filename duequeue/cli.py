@@ -1,0 +1,264 @@
+"""The duequeue command line: parse flags, call one service function, render the result.
+
+Only this module reads the clock; everything below takes `now` as an argument.
+"""
+
+import functools
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+
+from duequeue.errors import DuequeueError
+
+app = typer.Typer(
+    name="duequeue",
+    help="Deliver reminders on time from cron: email and signed webhooks, never twice.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _clock_ms() -> int:
+    from duequeue.timefmt import to_ms
+
+    return to_ms(_now())
+
+
+def _errors_to_exit(fn: Callable[P, R]) -> Callable[P, R]:
+    """Map DuequeueError to one clean line on stderr and its exit code, in one place."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except DuequeueError as exc:
+            typer.echo(f"duequeue: error: {exc}", err=True)
+            raise typer.Exit(exc.exit_code) from exc
+
+    return wrapper
+
+
+def _settings(ctx: typer.Context, **flags: Any) -> Any:
+    from duequeue.config import load_settings
+
+    root = ctx.find_root().params
+    return load_settings({"db": root.get("db"), **flags}, config_file=root.get("config"))
+
+
+def _store(settings: Any) -> Any:
+    from duequeue.store import open_store
+
+    return open_store(settings.db)
+
+
+@app.callback()
+def _root(
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Database path (env DUEQUEUE_DB; default under the user data dir).",
+            show_default=False,
+        ),
+    ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            help="TOML config file (env DUEQUEUE_CONFIG; default under the user config dir).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Deliver reminders on time from cron: email and signed webhooks, never twice."""
+
+
+@app.command()
+@_errors_to_exit
+def add(
+    ctx: typer.Context,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="When: ISO 8601 with offset (2027-01-05T09:00+01:00), a local time read in --tz "
+            "(2027-01-05T09:00), relative (+90s, +15m, +2h, +1d, +1w) or 'now'. For --rrule it "
+            "is DTSTART. Optional with --cron (default now).",
+            show_default=False,
+        ),
+    ] = None,
+    tz: Annotated[
+        str | None,
+        typer.Option(
+            help="IANA time zone for --at and the rule (default DUEQUEUE_TZ or UTC).",
+            show_default=False,
+        ),
+    ] = None,
+    rrule: Annotated[
+        str | None,
+        typer.Option(
+            help="Repeat by an RFC 5545 RRULE, e.g. 'FREQ=WEEKLY;BYDAY=MO,WE'.", show_default=False
+        ),
+    ] = None,
+    cron: Annotated[
+        str | None,
+        typer.Option(
+            help="Repeat by a 5-field cron expression, e.g. '0 9 * * 1-5'.", show_default=False
+        ),
+    ] = None,
+    email: Annotated[
+        list[str] | None,
+        typer.Option(help="Email target (repeatable).", show_default=False),
+    ] = None,
+    webhook: Annotated[
+        list[str] | None,
+        typer.Option(help="Webhook target, an http(s) URL (repeatable).", show_default=False),
+    ] = None,
+    subject: Annotated[str, typer.Option(help="One-line subject (max 255 characters).")] = (
+        "Reminder"
+    ),
+    body: Annotated[str, typer.Option(help="Message body (max 64 KiB).")] = "",
+    data: Annotated[
+        str | None,
+        typer.Option(help="JSON passed through to webhooks (max 16 KiB).", show_default=False),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            help="Idempotency key: adding the same key again adds nothing and prints "
+            "the existing id.",
+            show_default=False,
+        ),
+    ] = None,
+    misfire_grace: Annotated[
+        str | None,
+        typer.Option(
+            "--misfire-grace",
+            help="Skip (and record) a fire later than this, e.g. 1h, "
+            "instead of delivering it late.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Schedule a reminder; print its id alone on stdout."""
+    from duequeue import service
+
+    settings = _settings(ctx)
+    req = service.AddRequest(
+        at=at,
+        tz=tz,
+        rrule=rrule,
+        cron=cron,
+        emails=tuple(email or ()),
+        webhooks=tuple(webhook or ()),
+        subject=subject,
+        body=body,
+        data=data,
+        key=key,
+        misfire_grace=misfire_grace,
+    )
+    now = _now()
+    reminder, _ = service.build_reminder(req, settings.tz, now)  # validate before opening the DB
+    store = _store(settings)
+    try:
+        from duequeue.timefmt import to_ms
+
+        rid, created = store.add(reminder, to_ms(now))
+    finally:
+        store.close()
+    if not created:
+        typer.echo(f"duequeue: key {key!r} exists as reminder {rid}; nothing added", err=True)
+    typer.echo(str(rid))
+
+
+@app.command()
+@_errors_to_exit
+def tick(
+    ctx: typer.Context,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Most rows to take (default DUEQUEUE_TICK_LIMIT or 100).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Deliver due reminders once; run from cron every minute. Prints one summary line."""
+    from duequeue import service
+
+    settings = _settings(ctx)
+    store = _store(settings)
+    try:
+        summary = service.run_tick(store, settings, _now(), _clock_ms, limit)
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps(summary.as_json()))
+    else:
+        typer.echo(f"tick: {summary.line()}")
+
+
+@app.command()
+@_errors_to_exit
+def inspect(
+    ctx: typer.Context,
+    dead: Annotated[bool, typer.Option("--dead", help="Dead-lettered fires (default).")] = False,
+    due: Annotated[bool, typer.Option("--due", help="Rows due now.")] = False,
+    pending: Annotated[bool, typer.Option("--pending", help="Rows with a next fire.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Every row, finished and cancelled too.")] = (
+        False
+    ),
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Show at most this many.", show_default=False)
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+) -> None:
+    """List dead-lettered, due, pending or all reminders as a table or JSON."""
+    from duequeue import service
+    from duequeue.errors import BadInputError
+
+    chosen = [
+        name
+        for name, on in (("dead", dead), ("due", due), ("pending", pending), ("all", all_))
+        if on
+    ]
+    if len(chosen) > 1:
+        raise BadInputError("inspect: choose one of --dead, --due, --pending, --all")
+    view = chosen[0] if chosen else "dead"
+    settings = _settings(ctx)
+    store = _store(settings)
+    try:
+        views = service.inspect(store, view, _now(), limit)  # type: ignore[arg-type]
+    finally:
+        store.close()
+    from duequeue import output
+
+    if as_json:
+        typer.echo(json.dumps([output.reminder_json(v) for v in views], indent=2))
+    elif not views:
+        typer.echo(f"no {view} reminders")
+    else:
+        typer.echo(output.reminder_table(views, f"{view} reminders"))
+
+
+def main() -> None:
+    """Run the CLI (the console script entry point)."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,57 @@
+"""Render reminders and summaries for people (tables) and scripts (stable JSON)."""
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from duequeue.store.base import ReminderView
+from duequeue.timefmt import iso
+
+
+def reminder_json(v: ReminderView) -> dict[str, Any]:
+    """Return the stable JSON object of one reminder (README documents every key)."""
+    return {
+        "id": v.id,
+        "key": v.key,
+        "subject": v.subject,
+        "targets": [{"channel": t.channel, "address": t.address} for t in v.targets],
+        "rrule": v.rule if v.rule_kind == "rrule" else None,
+        "cron": v.rule if v.rule_kind == "cron" else None,
+        "tz": v.tz,
+        "state": v.state,
+        "dead": v.dead_fire_at is not None or v.state == "dead",
+        "fire_at": iso(v.fire_at),
+        "next_fire_at": iso(v.next_fire_at),
+        "error_count": v.error_count,
+        "last_error": v.last_error,
+        "last_fired_at": iso(v.last_fired_at),
+        "skipped_fires": v.skipped_fires,
+        "dead_fire_at": iso(v.dead_fire_at),
+        "dead_at": iso(v.dead_at),
+        "created_at": iso(v.created_at),
+    }
+
+
+def reminder_table(views: Sequence[ReminderView], title: str) -> str:
+    """Return a human table of reminders, as text."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", expand=False)
+    for column in ("id", "subject", "targets", "rule", "state", "fire", "errors", "last error"):
+        table.add_column(column, overflow="fold")
+    for v in views:
+        fire = v.dead_fire_at if v.dead_fire_at is not None else v.next_fire_at
+        table.add_row(
+            str(v.id),
+            v.subject,
+            "\n".join(f"{t.channel}:{t.address}" for t in v.targets),
+            f"{v.rule_kind}: {v.rule} ({v.tz})" if v.rule else f"once ({v.tz})",
+            "dead" if v.dead_fire_at is not None else v.state,
+            iso(fire) or "-",
+            str(v.error_count),
+            v.last_error or "",
+        )
+    buffer = io.StringIO()
+    Console(width=160, file=buffer, color_system=None).print(table)
+    return buffer.getvalue().rstrip("\n")

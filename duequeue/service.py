@@ -1,0 +1,112 @@
+"""What each command does, between the CLI (flags, output) and the store and engine."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from duequeue import validate
+from duequeue.config import Settings
+from duequeue.errors import BadInputError
+from duequeue.store.base import NewReminder, NewTarget, ReminderView, Store, View
+from duequeue.timefmt import to_ms
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from duequeue.schedule import Rule, RuleKind
+    from duequeue.tick import TickSummary
+
+
+@dataclass(frozen=True, slots=True)
+class AddRequest:
+    """The raw `add` arguments, as the user typed them."""
+
+    at: str | None
+    tz: str | None = None
+    rrule: str | None = None
+    cron: str | None = None
+    emails: tuple[str, ...] = ()
+    webhooks: tuple[str, ...] = ()
+    subject: str = "Reminder"
+    body: str = ""
+    data: str | None = None
+    key: str | None = None
+    misfire_grace: str | None = None
+
+
+def build_reminder(
+    req: AddRequest, default_tz: str, now: datetime
+) -> tuple[NewReminder, "Rule | None"]:
+    """Validate an add request into a reminder ready to store, and its rule if recurring."""
+    from duequeue import schedule
+    from duequeue.timefmt import parse_duration
+
+    if req.rrule is not None and req.cron is not None:
+        raise BadInputError("--rrule/--cron: give one recurrence, not both")
+    zone = schedule.parse_zone(req.tz or default_tz)
+    if req.at is None and req.cron is None:
+        raise BadInputError("--at: required (a time such as 2027-01-05T09:00, +15m or now)")
+    start = schedule.parse_at(req.at or "now", zone, now)
+    targets = tuple(NewTarget("email", validate.email_address(a)) for a in req.emails) + tuple(
+        NewTarget("webhook", validate.webhook_url(u)) for u in req.webhooks
+    )
+    validate.target_count(len(targets))
+    grace = None
+    if req.misfire_grace is not None:
+        grace = to_ms(now + parse_duration(req.misfire_grace, "--misfire-grace")) - to_ms(now)
+    rule = None
+    fire_at = to_ms(start)
+    kind: RuleKind | None = None
+    if req.rrule is not None or req.cron is not None:
+        kind, text = ("rrule", req.rrule) if req.rrule is not None else ("cron", req.cron)
+        assert text is not None
+        rule = schedule.parse_rule(kind, text, zone, start)
+        first = schedule.first_fire(rule)
+        if first is None:
+            raise BadInputError(f"--{kind}: the rule has no fire at or after --at")
+        fire_at = to_ms(first)
+    reminder = NewReminder(
+        subject=validate.subject(req.subject),
+        body=validate.body(req.body),
+        data=validate.data(req.data),
+        tz=zone.key,
+        dtstart=to_ms(start),
+        fire_at=fire_at,
+        targets=targets,
+        rule_kind=kind,
+        rule=None if rule is None else rule.text,
+        misfire_grace_ms=grace,
+        key=validate.key(req.key),
+    )
+    return reminder, rule
+
+
+def add(store: Store, req: AddRequest, default_tz: str, now: datetime) -> tuple[int, bool]:
+    """Validate and store a reminder; return (id, created). An existing key is not an error."""
+    reminder, _ = build_reminder(req, default_tz, now)
+    return store.add(reminder, to_ms(now))
+
+
+def run_tick(
+    store: Store, settings: Settings, now: datetime, clock: "Callable[[], int]", limit: int | None
+) -> "TickSummary":
+    """Run one tick with the effective settings."""
+    from duequeue.tick import TickOptions, tick
+
+    options = TickOptions(
+        limit=limit or settings.tick_limit,
+        lease_ms=settings.lease_ms,
+        budget_s=settings.tick_budget,
+        policy=settings.retry_policy,
+        webhook_concurrency=settings.concurrency,
+        channel_timeout=settings.channel_timeout,
+        smtp_url=settings.smtp_url,
+        email_from=settings.email_from,
+        webhook_secret=settings.webhook_secret,
+    )
+    return tick(store, to_ms(now), options, clock)
+
+
+def inspect(store: Store, view: View, now: datetime, limit: int | None) -> list[ReminderView]:
+    """List reminders (or dead fires) for the chosen view."""
+    return store.list_view(view, to_ms(now), limit)

@@ -1,0 +1,298 @@
+"""One tick: claim due rows, deliver their targets concurrently, record, write back.
+
+The order of effects is what keeps the core rule (a target never gets one fire twice): a row is
+leased before anything is sent; each target's outcome goes into the ledger as soon as it is known;
+a target the ledger already has as `sent` for the fire is skipped; and the row is written back only
+while the lease is still ours. A crash between a send and its ledger row is the one window where a
+target can be sent again; the stable webhook-id / Message-ID lets the receiver drop that copy.
+"""
+
+import contextlib
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from duequeue.channels.base import Message, Outcome, delivery_id
+from duequeue.policy import RetryPolicy, Verdict, decide
+from duequeue.store.base import Claimed, DeliveryRecord, Store, Target, WriteBack
+from duequeue.timefmt import from_ms, to_ms
+
+
+@dataclass(frozen=True, slots=True)
+class TickOptions:
+    """What bounds one tick."""
+
+    limit: int = 100
+    lease_ms: int = 210_000
+    budget_s: float = 50.0
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    webhook_concurrency: int = 64
+    channel_timeout: float = 10.0
+    smtp_url: str | None = None
+    email_from: str | None = None
+    webhook_secret: str | None = None
+
+
+@dataclass(slots=True)
+class TickSummary:
+    """What one tick did; rows are counted by how their fire ended."""
+
+    claimed: int = 0
+    sent: int = 0  # rows whose fire reached every target
+    partial: int = 0  # rows whose fire reached some targets; advanced, failures noted
+    retried: int = 0  # rows backing off after a full failure
+    dead: int = 0  # fires dead-lettered
+    skipped: int = 0  # fires passed over: missed-tick backlog or later than the misfire grace
+    released: int = 0  # rows left unfinished at the time budget, for the next tick
+    deliveries_sent: int = 0
+    deliveries_failed: int = 0
+    max_lateness_ms: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the stable JSON form of the summary."""
+        data = asdict(self)
+        data["max_lateness_s"] = (
+            None if self.max_lateness_ms is None else round(self.max_lateness_ms / 1000, 3)
+        )
+        del data["max_lateness_ms"]
+        return data
+
+    def line(self) -> str:
+        """Return the one-line text form of the summary."""
+        lateness = "-" if self.max_lateness_ms is None else f"{self.max_lateness_ms / 1000:.1f}s"
+        return (
+            f"claimed {self.claimed}: sent {self.sent}, partial {self.partial}, "
+            f"retried {self.retried}, dead {self.dead}, skipped {self.skipped}, "
+            f"released {self.released}; deliveries {self.deliveries_sent} sent, "
+            f"{self.deliveries_failed} failed; max lateness {lateness}"
+        )
+
+
+def tick(
+    store: Store, now: int, options: TickOptions, clock: Callable[[], int], owner: str | None = None
+) -> TickSummary:
+    """Run one tick at instant `now` (ms); `clock` stamps ledger rows with the real send time."""
+    owner = owner or uuid.uuid4().hex
+    claimed = store.claim_due(
+        now, options.limit, options.policy.max_errors, options.lease_ms, owner
+    )
+    summary = TickSummary(claimed=len(claimed))
+    if not claimed:
+        return summary  # the common case, kept free of asyncio, httpx and smtplib
+    import asyncio
+
+    run = _Run(store, now, options, clock, owner, summary)
+    try:
+        asyncio.run(run.deliver(claimed))
+    except BaseException:
+        # Whatever stopped us (a store error, Ctrl-C), hand the unfinished rows back now rather
+        # than leaving them leased; the ledger keeps the next tick from re-sending what went out.
+        unfinished = [r.id for r in claimed if r.id not in run.finished]
+        with contextlib.suppress(Exception):
+            store.release(owner, unfinished, now)
+        raise
+    return summary
+
+
+class _Run:
+    """The delivering half of one tick."""
+
+    def __init__(
+        self,
+        store: Store,
+        now: int,
+        options: TickOptions,
+        clock: Callable[[], int],
+        owner: str,
+        summary: TickSummary,
+    ) -> None:
+        self.store, self.now, self.options, self.clock = store, now, options, clock
+        self.owner, self.summary = owner, summary
+        self.finished: set[int] = set()
+
+    async def deliver(self, rows: Sequence[Claimed]) -> None:
+        import asyncio
+
+        from duequeue.channels.dispatch import Dispatcher
+
+        loop = asyncio.get_running_loop()
+        self.deadline = loop.time() + self.options.budget_s
+        self.limits = {
+            "webhook": asyncio.Semaphore(self.options.webhook_concurrency),
+            # One SMTP connection serves the whole tick, so emails go out one at a time; taking
+            # the turn here lets the budget check below stop emails that have not started.
+            "email": asyncio.Semaphore(1),
+        }
+        needs = {t.channel for r in rows for t in r.targets}
+        o = self.options
+        async with Dispatcher(
+            needs=needs,
+            timeout=o.channel_timeout,
+            clock=lambda: self.clock() / 1000,
+            smtp_url=o.smtp_url,
+            email_from=o.email_from,
+            webhook_secret=o.webhook_secret,
+            max_connections=o.webhook_concurrency,
+        ) as dispatcher:
+            self.dispatcher = dispatcher
+            await asyncio.gather(*(self._row(row) for row in rows))
+
+    async def _row(self, row: Claimed) -> None:
+        import asyncio
+
+        lateness = self.now - row.fire_at
+        if row.misfire_grace_ms is not None and lateness > row.misfire_grace_ms:
+            self._write(_skip(row, self.now), "skipped")
+            return
+        s = self.summary
+        s.max_lateness_ms = max(s.max_lateness_ms or 0, lateness)
+        msg = Message(
+            reminder_id=row.id,
+            fire_at=from_ms(row.fire_at),
+            subject=row.subject,
+            body=row.body,
+            data=None if row.data is None else json.loads(row.data),
+            delivery_id="",
+        )
+        results = await asyncio.gather(*(self._target(row, msg, t) for t in row.targets))
+        if any(r is None for r in results):
+            # The budget ran out before some target was tried: the next tick takes the row,
+            # and the ledger keeps it from re-sending the targets this tick already reached.
+            s.released += self.store.release(self.owner, [row.id], self.now)
+            self.finished.add(row.id)
+            return
+        outcomes = [(_label(t), o) for t, o in zip(row.targets, results, strict=True) if o]
+        verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes)
+        self._write(wb, _COUNTERS[verdict])
+
+    async def _target(self, row: Claimed, msg: Message, target: Target) -> Outcome | None:
+        import asyncio
+
+        if target.id in row.sent:
+            return Outcome("sent")
+        if target.id in row.permanent:
+            return Outcome("permanent", "refused for good on an earlier attempt")
+        async with self.limits[target.channel]:
+            if asyncio.get_running_loop().time() >= self.deadline:
+                return None
+            one = Message(
+                msg.reminder_id,
+                msg.fire_at,
+                msg.subject,
+                msg.body,
+                msg.data,
+                delivery_id(row.id, row.fire_at, target.id),
+            )
+            outcome = await self.dispatcher.send(one, target.channel, target.address)
+        self.store.record(
+            [
+                DeliveryRecord(
+                    reminder_id=row.id,
+                    target_id=target.id,
+                    fire_at=row.fire_at,
+                    outcome=outcome.status,
+                    error=outcome.error,
+                    attempt=row.attempts.get(target.id, 0) + 1,
+                    at=self.clock(),
+                )
+            ]
+        )
+        if outcome.status == "sent":
+            self.summary.deliveries_sent += 1
+        else:
+            self.summary.deliveries_failed += 1
+        return outcome
+
+    def _write(self, wb: WriteBack, counter: str) -> None:
+        self.finished.add(wb.reminder_id)
+        if not self.store.write_back(self.owner, self.now, [wb]):
+            return  # lease lost: the row's new owner decides; nothing of ours is counted
+        s = self.summary
+        setattr(s, counter, getattr(s, counter) + 1)
+        # Fires coalesced away behind the one just handled count as skipped too.
+        s.skipped += wb.skipped - (counter == "skipped")
+
+
+_COUNTERS = {
+    Verdict.SUCCESS: "sent",
+    Verdict.PARTIAL: "partial",
+    Verdict.RETRY: "retried",
+    Verdict.DEAD: "dead",
+}
+
+
+def _label(target: Target) -> str:
+    return f"{target.channel} {target.address}"
+
+
+def _after_attempt(
+    row: Claimed, now: int, policy: RetryPolicy, outcomes: Sequence[tuple[str, Outcome]]
+) -> tuple[Verdict, WriteBack]:
+    """Turn an attempt's outcomes into the row's write-back."""
+    d = decide(policy, outcomes, row.error_count)
+    if d.verdict is Verdict.RETRY:
+        assert d.delay_ms is not None
+        return d.verdict, WriteBack(
+            reminder_id=row.id,
+            fire_at=row.fire_at,
+            pending_fire_at=row.fire_at,
+            next_fire_at=now + d.delay_ms,
+            error_count=d.error_count,
+            last_error=d.error,
+            state="pending",
+        )
+    nxt, skipped = _advance(row, now)
+    dead = d.verdict is Verdict.DEAD
+    state: Literal["pending", "done", "dead"] = "pending"
+    if nxt is None:
+        state = "dead" if dead and row.rule is None else "done"
+    return d.verdict, WriteBack(
+        reminder_id=row.id,
+        fire_at=row.fire_at,
+        pending_fire_at=nxt,
+        next_fire_at=nxt,
+        # A dead one-shot keeps its error count (inspect shows it); a recurring row starts its
+        # next fire clean.
+        error_count=d.error_count if state == "dead" else 0,
+        last_error=d.error,
+        state=state,
+        dead_letter=dead,
+        fired=not dead,
+        skipped=skipped,
+    )
+
+
+def _skip(row: Claimed, now: int) -> WriteBack:
+    """Pass over a fire later than its misfire grace, without sending it."""
+    nxt, skipped = _advance(row, now)
+    return WriteBack(
+        reminder_id=row.id,
+        fire_at=row.fire_at,
+        pending_fire_at=nxt,
+        next_fire_at=nxt,
+        error_count=0,
+        last_error=f"skipped: {(now - row.fire_at) / 1000:.0f}s late, past the misfire grace",
+        state="pending" if nxt is not None else "done",
+        skipped=skipped + 1,
+    )
+
+
+def _advance(row: Claimed, now: int) -> tuple[int | None, int]:
+    """Return the row's next fire after `now` and how many fires in between are coalesced.
+
+    Missed ticks coalesce: a row found late is delivered once and moves to its first fire after
+    now, instead of bursting one delivery for every period the scheduler was down.
+    """
+    if row.rule_kind is None or row.rule is None:
+        return None, 0
+    from duequeue import schedule
+
+    rule = schedule.parse_rule(
+        row.rule_kind, row.rule, schedule.parse_zone(row.tz), from_ms(row.dtstart)
+    )
+    after = from_ms(max(now, row.fire_at))
+    nxt = schedule.next_fire(rule, after)
+    skipped = schedule.count_fires(rule, from_ms(row.fire_at), after)
+    return (None if nxt is None else to_ms(nxt)), skipped

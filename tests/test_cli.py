@@ -1,0 +1,230 @@
+"""The CLI contract: output shapes, exit codes, and that bad input writes nothing."""
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import apsw
+import pytest
+
+from tests.e2e import Cli
+
+T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
+HOOK = "https://hooks.example.com/r"
+
+
+@pytest.fixture
+def cli(db_path: Path) -> Cli:
+    return Cli(db_path, T0)
+
+
+def rows(db_path: Path) -> int:
+    if not db_path.exists():
+        return 0
+    conn = apsw.Connection(str(db_path))
+    try:
+        return int(conn.execute("SELECT count(*) FROM reminders").fetchall()[0][0])
+    except apsw.SQLError:
+        return 0
+    finally:
+        conn.close()
+
+
+def test_add_prints_the_new_id_alone(cli: Cli) -> None:
+    r = cli("add", "--at", "+15m", "--webhook", HOOK)
+    assert (r.code, r.out, r.err) == (0, "1\n", "")
+    assert cli("add", "--at", "+15m", "--webhook", HOOK).out == "2\n"
+
+
+def test_add_with_an_existing_key_adds_nothing_and_prints_the_existing_id(
+    cli: Cli, db_path: Path
+) -> None:
+    first = cli("add", "--at", "+1h", "--webhook", HOOK, "--key", "rent-2027-01")
+    again = cli("add", "--at", "+2h", "--webhook", HOOK, "--key", "rent-2027-01")
+    assert (again.code, again.out) == (0, first.out)
+    assert "exists" in again.err
+    assert rows(db_path) == 1
+
+
+def test_add_reads_a_naive_time_in_the_zone_and_stores_utc(cli: Cli) -> None:
+    rid = cli.add("--at", "2027-07-01T09:00", "--tz", "Europe/Berlin", "--webhook", HOOK)
+    row = cli.row(rid)
+    assert (row["next_fire_at"], row["tz"]) == ("2027-07-01T07:00:00.000Z", "Europe/Berlin")
+
+
+def test_add_uses_the_default_zone_setting(cli: Cli) -> None:
+    env = {"DUEQUEUE_TZ": "Asia/Tokyo"}
+    rid = int(cli("add", "--at", "2027-07-01T09:00", "--webhook", HOOK, env=env).out)
+    assert cli.row(rid)["next_fire_at"] == "2027-07-01T00:00:00.000Z"
+
+
+BAD_ADDS = [
+    (["--at", "+1h", "--webhook", HOOK, "--tz", "Mars/Olympus"], "--tz"),
+    (["--at", "2027-02-30T09:00", "--webhook", HOOK], "--at"),
+    (["--at", "next tuesday", "--webhook", HOOK], "--at"),
+    (["--webhook", HOOK], "--at"),
+    (["--at", "+1h"], "--email/--webhook"),
+    (["--at", "+1h", "--email", "not-an-address"], "--email"),
+    (["--at", "+1h", "--email", "a@b.example, c@d.example"], "--email"),
+    (["--at", "+1h", "--webhook", "ftp://example.com/x"], "--webhook"),
+    (["--at", "+1h", "--webhook", "http:///nohost"], "--webhook"),
+    (["--at", "+1h", "--webhook", HOOK, "--data", "{not json"], "--data"),
+    (["--at", "+1h", "--webhook", HOOK, "--data", '"' + "x" * 20000 + '"'], "--data"),
+    (["--at", "+1h", "--webhook", HOOK, "--subject", "two\nlines"], "--subject"),
+    (["--at", "+1h", "--webhook", HOOK, "--subject", "x" * 256], "--subject"),
+    (["--at", "+1h", "--webhook", HOOK, "--rrule", "FREQ=SOMETIMES"], "--rrule"),
+    (["--at", "+1h", "--webhook", HOOK, "--cron", "61 * * * *"], "--cron"),
+    (
+        ["--at", "+1h", "--webhook", HOOK, "--rrule", "FREQ=DAILY", "--cron", "0 9 * * *"],
+        "--rrule/--cron",
+    ),
+    (["--at", "+1h", "--webhook", HOOK, "--misfire-grace", "soon"], "--misfire-grace"),
+]
+
+
+@pytest.mark.parametrize(("args", "field"), BAD_ADDS)
+def test_bad_add_input_exits_2_with_one_line_naming_the_field_and_writes_nothing(
+    cli: Cli, db_path: Path, args: list[str], field: str
+) -> None:
+    r = cli("add", *args)
+    assert r.code == 2
+    assert r.out == ""
+    assert r.err.count("\n") == 1
+    assert r.err.startswith(f"duequeue: error: {field}")
+    assert rows(db_path) == 0
+
+
+def test_bad_input_leaves_an_existing_database_unchanged(cli: Cli, db_path: Path) -> None:
+    cli.add("--at", "+1h", "--webhook", HOOK)
+    before = cli.inspect("--all")
+    assert cli("add", "--at", "+1h", "--email", "nope").code == 2
+    assert cli.inspect("--all") == before
+
+
+def test_an_invalid_setting_exits_1_with_a_clear_line(cli: Cli) -> None:
+    r = cli("tick", env={"DUEQUEUE_WEBHOOK_SECRET": "hunter2"})
+    assert r.code == 1
+    assert (
+        r.err == "duequeue: error: DUEQUEUE_WEBHOOK_SECRET: must start with 'whsec_' "
+        "followed by base64\n"
+    )
+    r = cli("tick", env={"DUEQUEUE_BACKOFF": "1m,often"})
+    assert (r.code, r.err.splitlines()[0][:34]) == (1, "duequeue: error: DUEQUEUE_BACKOFF:")
+    r = cli("tick", env={"DUEQUEUE_SMTP_URL": "smtp://me:s3cret@mail.example.com/x"})
+    assert r.code == 1
+    assert "s3cret" not in r.err
+
+
+def test_a_file_that_is_not_a_database_exits_1_and_is_left_alone(tmp_path: Path) -> None:
+    junk = tmp_path / "notes.txt"
+    junk.write_text("shopping list\n" * 200)
+    r = Cli(junk, T0)("tick")
+    assert r.code == 1
+    assert r.err == f"duequeue: error: {junk} is not an SQLite database\n"
+    assert junk.read_text() == "shopping list\n" * 200
+
+
+def test_settings_come_from_a_toml_file_below_env_and_flags(cli: Cli, tmp_path: Path) -> None:
+    conf = tmp_path / "dq.toml"
+    conf.write_text('tick_limit = 1\nbackoff = "2m"\n')
+    ids = [cli.add("--at", "now", "--webhook", "http://127.0.0.1:9/x") for _ in range(4)]
+    assert cli("--config", str(conf), "tick", "--json").json()["claimed"] == 1  # file
+    assert cli.row(ids[0])["next_fire_at"] == "2027-01-05T08:02:00.000Z"  # file's backoff
+    env = {"DUEQUEUE_TICK_LIMIT": "2", "DUEQUEUE_CONFIG": str(conf)}
+    assert cli("tick", "--json", "--limit", "1", env=env).json()["claimed"] == 1  # flag
+    assert cli("tick", "--json", env=env).json()["claimed"] == 2  # env beats the file
+    missing = cli("--config", str(tmp_path / "nope.toml"), "tick")
+    assert missing.code == 1
+    assert "does not exist" in missing.err
+
+
+def test_an_unknown_config_key_is_refused(cli: Cli, tmp_path: Path) -> None:
+    conf = tmp_path / "dq.toml"
+    conf.write_text("tick_limt = 5\n")
+    r = cli("--config", str(conf), "tick")
+    assert r.code == 1
+    assert "unknown setting 'tick_limt'" in r.err
+
+
+def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
+    summary = cli.tick()
+    assert set(summary) == {
+        "claimed",
+        "sent",
+        "partial",
+        "retried",
+        "dead",
+        "skipped",
+        "released",
+        "deliveries_sent",
+        "deliveries_failed",
+        "max_lateness_s",
+    }
+    assert summary["max_lateness_s"] is None
+
+
+def test_inspect_json_has_the_documented_keys(cli: Cli) -> None:
+    rid = cli.add(
+        "--at",
+        "2027-01-06T09:00",
+        "--tz",
+        "Europe/Berlin",
+        "--rrule",
+        "FREQ=WEEKLY;BYDAY=WE",
+        "--email",
+        "a@example.com",
+        "--webhook",
+        HOOK,
+        "--subject",
+        "standup",
+        "--key",
+        "k1",
+    )
+    (row,) = cli.inspect("--pending")
+    assert row == {
+        "id": rid,
+        "key": "k1",
+        "subject": "standup",
+        "targets": [
+            {"channel": "email", "address": "a@example.com"},
+            {"channel": "webhook", "address": HOOK},
+        ],
+        "rrule": "FREQ=WEEKLY;BYDAY=WE",
+        "cron": None,
+        "tz": "Europe/Berlin",
+        "state": "pending",
+        "dead": False,
+        "fire_at": "2027-01-06T08:00:00.000Z",
+        "next_fire_at": "2027-01-06T08:00:00.000Z",
+        "error_count": 0,
+        "last_error": None,
+        "last_fired_at": None,
+        "skipped_fires": 0,
+        "dead_fire_at": None,
+        "dead_at": None,
+        "created_at": "2027-01-05T08:00:00.000Z",
+    }
+
+
+def test_inspect_defaults_to_dead_and_says_when_empty(cli: Cli) -> None:
+    cli.add("--at", "+1h", "--webhook", HOOK)
+    r = cli("inspect")
+    assert (r.code, r.out) == (0, "no dead reminders\n")
+    assert cli("inspect", "--json").json() == []
+
+
+def test_inspect_views_and_table(cli: Cli) -> None:
+    due = cli.add("--at", "now", "--webhook", HOOK, "--subject", "due one")
+    later = cli.add("--at", "+1d", "--webhook", HOOK, "--subject", "later one")
+    assert [r["id"] for r in cli.inspect("--due")] == [due]
+    assert [r["id"] for r in cli.inspect("--pending")] == [due, later]
+    table = cli("inspect", "--pending").out
+    assert "due one" in table
+    assert "later one" in table
+    assert HOOK in table
+    assert cli("inspect", "--due", "--all").code == 2
+
+
+def test_help_lists_every_command() -> None:
+    r = Cli(Path("unused.db"), T0)("--help")
+    for command in ("add", "tick", "inspect"):
+        assert command in r.out
