@@ -25,11 +25,19 @@ def reminder_json(v: ReminderView) -> dict[str, Any]:
         "error_count": v.error_count,
         "last_error": v.last_error,
         "last_fired_at": iso(v.last_fired_at),
+        "last_lateness_s": _lateness(v),
         "skipped_fires": v.skipped_fires,
         "dead_fire_at": iso(v.dead_fire_at),
         "dead_at": iso(v.dead_at),
         "created_at": iso(v.created_at),
     }
+
+
+def _lateness(v: ReminderView) -> float | None:
+    """Seconds from the last fired fire's scheduled time to its first successful delivery."""
+    if v.last_sent_at is None or v.last_fired_at is None:
+        return None
+    return round((v.last_sent_at - v.last_fired_at) / 1000, 3)
 
 
 def reminder_table(views: Sequence[ReminderView], title: str) -> str:
@@ -38,7 +46,8 @@ def reminder_table(views: Sequence[ReminderView], title: str) -> str:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", expand=False)
-    for column in ("id", "subject", "targets", "rule", "state", "fire", "errors", "last error"):
+    columns = ("id", "subject", "targets", "rule", "state", "fire", "late", "errors", "last error")
+    for column in columns:
         table.add_column(column, overflow="fold")
     for v in views:
         fire = v.dead_fire_at if v.dead_fire_at is not None else v.next_fire_at
@@ -49,6 +58,7 @@ def reminder_table(views: Sequence[ReminderView], title: str) -> str:
             f"{v.rule_kind}: {v.rule} ({v.tz})" if v.rule else f"once ({v.tz})",
             "dead" if v.dead_fire_at is not None else v.state,
             iso(fire) or "-",
+            "-" if (late := _lateness(v)) is None else f"{late:.1f}s",
             str(v.error_count),
             v.last_error or "",
         )

@@ -198,6 +198,7 @@ def test_inspect_json_has_the_documented_keys(cli: Cli) -> None:
         "error_count": 0,
         "last_error": None,
         "last_fired_at": None,
+        "last_lateness_s": None,
         "skipped_fires": 0,
         "dead_fire_at": None,
         "dead_at": None,

@@ -296,3 +296,4 @@ def test_missed_ticks_coalesce_into_one_delivery(cli: Cli, http: HttpSink) -> No
     assert len(http.requests_for("/h")) == 1
     row = cli.row(rid)
     assert (row["next_fire_at"], row["skipped_fires"]) == ("2027-01-05T15:00:00.000Z", 6)
+    assert (row["last_fired_at"], row["last_lateness_s"]) == ("2027-01-05T08:00:00.000Z", 23400)

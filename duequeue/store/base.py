@@ -119,6 +119,7 @@ class ReminderView:
     created_at: int
     dead_at: int | None = None
     dead_fire_at: int | None = None  # the dead fire, in the dead view
+    last_sent_at: int | None = None  # when the last fired fire first reached a target
 
 
 class Store(ABC):

@@ -3,6 +3,7 @@
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, cast
@@ -30,7 +31,9 @@ _VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
          WHEN r.dead_at IS NOT NULL THEN 'dead'
          WHEN r.done_at IS NOT NULL THEN 'done' ELSE 'pending' END,
     r.fire_at, r.next_fire_at, r.error_count, r.last_error, r.last_fired_at, r.skipped_fires,
-    r.created_at, r.dead_at"""
+    r.created_at, r.dead_at,
+    (SELECT min(d.at) FROM deliveries d WHERE d.reminder_id = r.id
+        AND d.fire_at = r.last_fired_at AND d.outcome = 'sent')"""
 
 
 def schema_sql() -> str:
@@ -378,13 +381,12 @@ def _view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
         skipped_fires=row[12],
         created_at=row[13],
         dead_at=row[14],
+        last_sent_at=row[15],
         targets=targets,
     )
-    if len(row) > 15:  # a dead letter: its fire, errors and time, beside the row's own state
-        from dataclasses import replace
-
+    if len(row) > 16:  # a dead letter: its fire, errors and time, beside the row's own state
         view = replace(
-            view, dead_fire_at=row[15], error_count=row[16], last_error=row[17], dead_at=row[18]
+            view, dead_fire_at=row[16], error_count=row[17], last_error=row[18], dead_at=row[19]
         )
     return view
 
