@@ -25,3 +25,6 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "dq.db"
+
+
+from tests.pg import pg_database, pg_url  # noqa: E402, F401 - PostgreSQL fixtures, see tests/pg.py

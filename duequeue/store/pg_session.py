@@ -1,0 +1,170 @@
+"""One PostgreSQL connection for a store: connect, apply the schema, and survive a dropped link.
+
+Every store method runs as one transaction through `Session.transact`. When the connection breaks
+(a server restart, a terminated backend, a network cut) the session reconnects once and repeats
+the transaction if the caller marked it safe to repeat; otherwise, or when the repeat fails too,
+it raises StoreError. A store never silently drops a write.
+"""
+
+from collections.abc import Callable
+from importlib.resources import files
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit
+
+import psycopg
+
+from duequeue.errors import StoreError
+
+SCHEMA_VERSION = 1
+APPLICATION = "duequeue"
+# pg_advisory_xact_lock key ('dque'): processes starting on a fresh database apply the schema
+# one after another instead of racing into "relation already exists".
+SCHEMA_LOCK = 0x64717565
+CONNECT_TIMEOUT_S = 10
+
+T = TypeVar("T")
+Cursor = psycopg.Cursor[tuple[Any, ...]]
+
+
+def safe_url(url: str) -> str:
+    """Return the URL with any password masked, for messages."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = user.split(":", 1)[0] + ":****@" + host
+    query = "&".join(
+        f"{k}={'****' if k == 'password' else v}" for k, v in parse_qsl(parts.query, True)
+    )
+    return parts._replace(netloc=netloc, query=query).geturl()
+
+
+def schema_postgres_sql() -> str:
+    """Return the PostgreSQL schema shipped inside the package."""
+    return files("duequeue").joinpath("schema_postgres.sql").read_text(encoding="utf-8")
+
+
+class Session:
+    """A connection to one PostgreSQL database, in autocommit mode with explicit transactions."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.where = safe_url(url)
+        self._passwords = _passwords(url)
+        self.conn = self._connect()
+        try:
+            self._ensure_schema()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def transact(self, work: Callable[[Cursor], T], *, what: str, repeatable: bool) -> T:
+        """Run `work` in one transaction; on a broken connection reconnect once and, if the
+        transaction is `repeatable` (safe to run twice), run it again."""
+        try:
+            return self._once(work)
+        except psycopg.Error as exc:
+            if not self.conn.broken and not self.conn.closed:
+                raise StoreError(f"PostgreSQL {self.where}: {what}: {self._line(exc)}") from exc
+            if not repeatable:
+                raise StoreError(
+                    f"lost the connection to PostgreSQL {self.where} during {what}: "
+                    f"{self._line(exc)}"
+                ) from exc
+            lost = exc
+        self.conn.close()
+        try:
+            self.conn = self._connect()
+        except StoreError as exc:
+            raise StoreError(
+                f"lost the connection to PostgreSQL {self.where} during {what} "
+                f"({self._line(lost)}) and could not reconnect: {exc}"
+            ) from lost
+        try:
+            return self._once(work)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"PostgreSQL {self.where}: {what} failed again after reconnecting: "
+                f"{self._line(exc)}"
+            ) from exc
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _once(self, work: Callable[[Cursor], T]) -> T:
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            return work(cur)
+
+    def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
+        kwargs: dict[str, Any] = {"autocommit": True, "application_name": APPLICATION}
+        if "connect_timeout" not in self.url:
+            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
+        try:
+            return psycopg.connect(self.url, **kwargs)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL {self.where}: {self._line(exc)}") from (
+                None
+            )
+
+    def _line(self, exc: BaseException) -> str:
+        """Return the first line of an error, with any password masked."""
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        text = text.removeprefix("connection failed: ")
+        for secret in self._passwords:
+            text = text.replace(secret, "****")
+        return text
+
+    def _ensure_schema(self) -> None:
+        state = self.transact(_schema_state, what="reading the schema version", repeatable=True)
+        if state != (APPLICATION, SCHEMA_VERSION):
+
+            def apply(cur: Cursor) -> tuple[str, int] | None:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                found = _schema_state(cur)  # another process may have applied it meanwhile
+                if found is None:
+                    cur.execute(schema_postgres_sql().encode())
+                    return APPLICATION, SCHEMA_VERSION
+                return found
+
+            state = self.transact(apply, what="applying the schema", repeatable=True)
+        if state is None or state[0] != APPLICATION:
+            raise StoreError(f"PostgreSQL {self.where} holds tables, but not duequeue's")
+        if state[1] != SCHEMA_VERSION:
+            raise StoreError(
+                f"PostgreSQL {self.where} has schema version {state[1]}; "
+                f"this duequeue knows {SCHEMA_VERSION}"
+            )
+
+
+def _schema_state(cur: Cursor) -> tuple[str, int] | None:
+    """Return (application, version) of the current schema; None when it is empty.
+
+    A schema with tables but no duequeue marker reads as ('', 0): foreign.
+    """
+    cur.execute("SELECT current_schema()")
+    row = cur.fetchone()
+    if row is None or row[0] is None:
+        raise StoreError("PostgreSQL: no schema on the search_path to create tables in")
+    cur.execute(
+        """SELECT count(*), count(*) FILTER (WHERE tablename = 'duequeue_meta')
+           FROM pg_tables WHERE schemaname = current_schema()"""
+    )
+    tables, marked = cur.fetchone() or (0, 0)
+    if not tables:
+        return None
+    if not marked:
+        return "", 0
+    cur.execute("SELECT name, value FROM duequeue_meta")
+    meta: dict[str, str] = dict(cur.fetchall())
+    try:
+        return str(meta.get("application", "")), int(meta.get("schema_version", 0))
+    except ValueError:
+        return "", 0
+
+
+def _passwords(url: str) -> list[str]:
+    parts = urlsplit(url)
+    found = [v for k, v in parse_qsl(parts.query) if k == "password" and v]
+    if parts.password:
+        found.append(parts.password)
+    return found

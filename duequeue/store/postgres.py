@@ -1,0 +1,359 @@
+"""The PostgreSQL store (psycopg 3): many hosts tick one queue.
+
+Claims lock their rows with FOR UPDATE SKIP LOCKED inside the claiming UPDATE, so concurrent
+ticks on any number of hosts split the due rows without waiting on each other, and the lease
+columns carry the ownership past the transaction exactly as on SQLite.
+"""
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from duequeue.store.base import (
+    Claimed,
+    DeliveryRecord,
+    NewReminder,
+    ReminderView,
+    Store,
+    Target,
+    View,
+    WriteBack,
+)
+from duequeue.store.pg_session import Cursor, Session
+
+_VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
+    CASE WHEN r.cancelled_at IS NOT NULL THEN 'cancelled'
+         WHEN r.dead_at IS NOT NULL THEN 'dead'
+         WHEN r.done_at IS NOT NULL THEN 'done' ELSE 'pending' END,
+    r.fire_at, r.next_fire_at, r.error_count, r.last_error, r.last_fired_at, r.skipped_fires,
+    r.created_at, r.dead_at,
+    (SELECT min(d.at) FROM deliveries d WHERE d.reminder_id = r.id
+        AND d.fire_at = r.last_fired_at AND d.outcome = 'sent')"""
+
+_CLAIM = """
+    UPDATE reminders SET lease_owner = %(owner)s, lease_until = %(until)s, updated_at = %(now)s
+    WHERE id IN (
+        SELECT id FROM reminders
+        WHERE next_fire_at <= %(now)s AND error_count < %(max)s
+          AND (lease_until IS NULL OR lease_until < %(now)s)
+        ORDER BY next_fire_at, id LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED)
+    RETURNING id, subject, body, data, rule_kind, rule, tz, dtstart, misfire_grace_ms, fire_at,
+        error_count, next_fire_at"""
+
+_WRITE_BACK = """
+    UPDATE reminders SET
+        fire_at = %(pending)s, next_fire_at = %(next)s, error_count = %(errors)s,
+        last_error = %(error)s,
+        last_fired_at = CASE WHEN %(fired)s THEN %(fire)s ELSE last_fired_at END,
+        skipped_fires = skipped_fires + %(skipped)s,
+        done_at = CASE WHEN %(state)s = 'done' THEN %(now)s END,
+        dead_at = CASE WHEN %(state)s = 'dead' THEN %(now)s END,
+        lease_owner = NULL, lease_until = NULL, updated_at = %(now)s
+    WHERE id = %(id)s AND lease_owner = %(owner)s"""
+
+
+class PostgresStore(Store):
+    """A Store on one PostgreSQL database (the tables live in the connection's current schema)."""
+
+    def __init__(self, url: str) -> None:
+        self.session = Session(url)
+
+    def close(self) -> None:
+        self.session.close()
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def add(self, reminder: NewReminder, now: int) -> tuple[int, bool]:
+        r = reminder
+
+        def work(cur: Cursor) -> tuple[int, bool]:
+            if r.key is not None:
+                # Looked up first so that repeating a keyed add does not use up an id.
+                cur.execute("SELECT id FROM reminders WHERE key = %s", (r.key,))
+                if found := cur.fetchone():
+                    return int(found[0]), False
+            # The UNIQUE key decides, not the lookup: concurrent adds of one key land once.
+            cur.execute(
+                """INSERT INTO reminders (key, subject, body, data, rule_kind, rule, tz, dtstart,
+                       misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                   ON CONFLICT (key) DO NOTHING RETURNING id""",
+                (
+                    r.key,
+                    r.subject,
+                    r.body,
+                    r.data,
+                    r.rule_kind,
+                    r.rule,
+                    r.tz,
+                    r.dtstart,
+                    r.misfire_grace_ms,
+                    r.fire_at,
+                    r.fire_at,
+                    now,
+                    now,
+                ),
+            )
+            row = cur.fetchone()
+            if row is None:
+                cur.execute("SELECT id FROM reminders WHERE key = %s", (r.key,))
+                existing = cur.fetchone()
+                assert existing is not None
+                return int(existing[0]), False
+            rid = int(row[0])
+            cur.execute(
+                """INSERT INTO targets (reminder_id, channel, address)
+                   SELECT %s, c, a FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(c, a, n)
+                   ORDER BY n ON CONFLICT DO NOTHING""",
+                (rid, [t.channel for t in r.targets], [t.address for t in r.targets]),
+            )
+            return rid, True
+
+        # Without a key a repeat after a lost commit could add the reminder twice: not repeated.
+        return self.session.transact(work, what="add", repeatable=r.key is not None)
+
+    def claim_due(
+        self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str
+    ) -> list[Claimed]:
+        params = {"owner": owner, "until": now + lease_ms, "now": now, "max": max_errors}
+
+        def work(cur: Cursor) -> list[Claimed]:
+            cur.execute(_CLAIM, {**params, "limit": limit})
+            rows = cur.fetchall()
+            if not rows:
+                return []
+            # RETURNING gives no order; the tick wants the oldest due first.
+            rows.sort(key=lambda row: (row[11], row[0]))
+            ids = [int(row[0]) for row in rows]
+            targets = _targets(cur, ids)
+            ledger = _ledger_state(cur, ids, [int(row[9]) for row in rows])
+            claimed = []
+            for row in rows:
+                rid = int(row[0])
+                sent, permanent, attempts = ledger.get(rid, (set(), set(), {}))
+                claimed.append(
+                    Claimed(
+                        id=rid,
+                        subject=row[1],
+                        body=row[2],
+                        data=row[3],
+                        rule_kind=row[4],
+                        rule=row[5],
+                        tz=row[6],
+                        dtstart=int(row[7]),
+                        misfire_grace_ms=row[8],
+                        fire_at=int(row[9]),
+                        error_count=int(row[10]),
+                        targets=targets.get(rid, ()),
+                        sent=frozenset(sent),
+                        permanent=frozenset(permanent),
+                        attempts=attempts,
+                    )
+                )
+            return claimed
+
+        # Repeating is safe: if the lost transaction did commit, its rows stay leased to us
+        # unseen and are retaken when the lease runs out, like a crashed tick's; never twice.
+        return self.session.transact(work, what="claim", repeatable=True)
+
+    def record(self, records: Sequence[DeliveryRecord]) -> None:
+        if not records:
+            return
+        cols = list(
+            zip(
+                *(
+                    (d.reminder_id, d.target_id, d.fire_at, d.outcome, d.error, d.attempt, d.at)
+                    for d in records
+                ),
+                strict=True,
+            )
+        )
+
+        def work(cur: Cursor) -> None:
+            # A `sent` row is kept once per target and fire by the partial unique index; the
+            # NOT EXISTS makes repeating this insert after a lost commit add nothing either.
+            cur.execute(
+                """INSERT INTO deliveries
+                       (reminder_id, target_id, fire_at, outcome, error, attempt, at)
+                   SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::text[],
+                                        %s::text[], %s::int[], %s::bigint[])
+                       AS n(reminder_id, target_id, fire_at, outcome, error, attempt, at)
+                   WHERE NOT EXISTS (
+                       SELECT 1 FROM deliveries d
+                       WHERE d.target_id = n.target_id AND d.fire_at = n.fire_at
+                         AND d.attempt = n.attempt AND d.outcome = n.outcome)
+                   ON CONFLICT DO NOTHING""",
+                [list(c) for c in cols],
+            )
+
+        # If even the repeat fails, StoreError stops the tick: the row's lease runs out and the
+        # unrecorded target is sent again (README: at least once to the network).
+        self.session.transact(work, what="recording deliveries", repeatable=True)
+
+    def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
+        def work(cur: Cursor) -> int:
+            applied = 0
+            for w in items:
+                cur.execute(
+                    _WRITE_BACK,
+                    {
+                        "pending": w.pending_fire_at,
+                        "next": w.next_fire_at,
+                        "errors": w.error_count,
+                        "error": w.last_error,
+                        "fired": w.fired,
+                        "fire": w.fire_at,
+                        "skipped": w.skipped,
+                        "state": w.state,
+                        "now": now,
+                        "id": w.reminder_id,
+                        "owner": owner,
+                    },
+                )
+                if cur.rowcount != 1:
+                    continue  # the lease was lost: the row is someone else's now
+                applied += 1
+                if w.dead_letter:
+                    cur.execute(
+                        """INSERT INTO dead_letters
+                               (reminder_id, fire_at, error_count, last_error, dead_at)
+                           VALUES (%s, %s, %s, %s, %s)
+                           ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
+                               error_count = excluded.error_count,
+                               last_error = excluded.last_error, dead_at = excluded.dead_at""",
+                        (w.reminder_id, w.fire_at, w.error_count, w.last_error, now),
+                    )
+            return applied
+
+        # Repeating is safe: a write-back that did commit cleared our lease, so the repeat
+        # matches no row (and counts 0) instead of applying twice.
+        return self.session.transact(work, what="write-back", repeatable=True)
+
+    def release(self, owner: str, ids: Sequence[int], now: int) -> int:
+        if not ids:
+            return 0
+
+        def work(cur: Cursor) -> None:
+            cur.execute(
+                """UPDATE reminders SET lease_owner = NULL, lease_until = NULL, updated_at = %s
+                   WHERE id = ANY(%s) AND lease_owner = %s""",
+                (now, list(ids), owner),
+            )
+
+        self.session.transact(work, what="release", repeatable=True)
+        return len(ids)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def list_view(self, view: View, now: int, limit: int | None = None) -> list[ReminderView]:
+        def work(cur: Cursor) -> list[ReminderView]:
+            if view == "dead":
+                cur.execute(
+                    f"""SELECT {_VIEW_COLUMNS}, d.fire_at, d.error_count, d.last_error, d.dead_at
+                        FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
+                        WHERE r.cancelled_at IS NULL
+                        ORDER BY d.dead_at, d.id LIMIT %s""",
+                    (limit,),
+                )
+            else:
+                where = {
+                    "due": "r.next_fire_at <= %(now)s AND r.cancelled_at IS NULL",
+                    "pending": "r.next_fire_at IS NOT NULL AND r.cancelled_at IS NULL",
+                    "all": "TRUE",
+                }[view]
+                order = "r.next_fire_at, r.id" if view != "all" else "r.id"
+                cur.execute(
+                    f"""SELECT {_VIEW_COLUMNS} FROM reminders r WHERE {where}
+                        ORDER BY {order} LIMIT %(limit)s""",
+                    {"now": now, "limit": limit},
+                )
+            rows = cur.fetchall()
+            targets = _targets(cur, sorted({int(row[0]) for row in rows}))
+            return [_view(row, targets.get(int(row[0]), ())) for row in rows]
+
+        return self.session.transact(work, what="inspect", repeatable=True)
+
+    def get(self, reminder_id: int) -> ReminderView | None:
+        def work(cur: Cursor) -> ReminderView | None:
+            cur.execute(f"SELECT {_VIEW_COLUMNS} FROM reminders r WHERE r.id = %s", (reminder_id,))
+            row = cur.fetchone()
+            if row is None:
+                return None
+            return _view(row, _targets(cur, [reminder_id]).get(reminder_id, ()))
+
+        return self.session.transact(work, what="get", repeatable=True)
+
+    def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
+        def work(cur: Cursor) -> list[DeliveryRecord]:
+            cur.execute(
+                """SELECT reminder_id, target_id, fire_at, outcome, error, attempt, at
+                   FROM deliveries WHERE reminder_id = %s ORDER BY id""",
+                (reminder_id,),
+            )
+            return [DeliveryRecord(*row) for row in cur.fetchall()]
+
+        return self.session.transact(work, what="reading the ledger", repeatable=True)
+
+
+def _targets(cur: Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
+    found: dict[int, list[Target]] = {}
+    cur.execute(
+        """SELECT reminder_id, id, channel, address FROM targets
+           WHERE reminder_id = ANY(%s) ORDER BY id""",
+        (list(ids),),
+    )
+    for rid, tid, channel, address in cur.fetchall():
+        found.setdefault(int(rid), []).append(Target(int(tid), channel, address))
+    return {rid: tuple(ts) for rid, ts in found.items()}
+
+
+_LedgerState = tuple[set[int], set[int], dict[int, int]]
+
+
+def _ledger_state(cur: Cursor, ids: Sequence[int], fires: Sequence[int]) -> dict[int, _LedgerState]:
+    """Return, per claimed row, the targets already sent / refused for good for its pending fire
+    and the attempts so far, in one query for the whole batch."""
+    cur.execute(
+        """SELECT d.reminder_id, d.target_id, d.outcome, count(*) FROM deliveries d
+           JOIN unnest(%s::bigint[], %s::bigint[]) AS c(rid, fire)
+             ON d.reminder_id = c.rid AND d.fire_at = c.fire
+           GROUP BY d.reminder_id, d.target_id, d.outcome""",
+        (list(ids), list(fires)),
+    )
+    state: dict[int, _LedgerState] = {}
+    for rid, tid, outcome, n in cur.fetchall():
+        sent, permanent, attempts = state.setdefault(int(rid), (set(), set(), {}))
+        attempts[int(tid)] = attempts.get(int(tid), 0) + int(n)
+        if outcome == "sent":
+            sent.add(int(tid))
+        elif outcome == "permanent":
+            permanent.add(int(tid))
+    return state
+
+
+def _view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
+    view = ReminderView(
+        id=row[0],
+        key=row[1],
+        subject=row[2],
+        rule_kind=row[3],
+        rule=row[4],
+        tz=row[5],
+        state=row[6],
+        fire_at=row[7],
+        next_fire_at=row[8],
+        error_count=row[9],
+        last_error=row[10],
+        last_fired_at=row[11],
+        skipped_fires=row[12],
+        created_at=row[13],
+        dead_at=row[14],
+        last_sent_at=row[15],
+        targets=targets,
+    )
+    if len(row) > 16:  # a dead letter: its fire, errors and time, beside the row's own state
+        view = replace(
+            view, dead_fire_at=row[16], error_count=row[17], last_error=row[18], dead_at=row[19]
+        )
+    return view

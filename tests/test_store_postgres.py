@@ -1,0 +1,122 @@
+"""The store contract on PostgreSQL, plus what only the server itself can show."""
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from duequeue.errors import StoreError
+from duequeue.store.base import Store
+from tests.pg import admin_connect
+from tests.store_contract import StoreContract
+
+
+def _open(url: str) -> Store:
+    from duequeue.store.postgres import PostgresStore
+
+    return PostgresStore(url)
+
+
+class TestPostgresStore(StoreContract):
+    @pytest.fixture
+    def store(self, pg_url: str) -> Iterator[Store]:
+        s = _open(pg_url)
+        yield s
+        s.close()
+
+    @pytest.fixture
+    def open_another(self, pg_url: str) -> Callable[[], Store]:
+        return lambda: _open(pg_url)
+
+
+def test_the_packaged_postgres_schema_is_the_top_level_schema_postgres_sql() -> None:
+    from duequeue.store.pg_session import schema_postgres_sql
+
+    top = Path(__file__).resolve().parent.parent / "schema_postgres.sql"
+    assert schema_postgres_sql() == top.read_text(encoding="utf-8")
+
+
+def test_it_marks_the_schema_with_its_version(pg_url: str) -> None:
+    _open(pg_url).close()
+    with admin_connect(pg_url) as conn:
+        meta = dict(conn.execute("SELECT name, value FROM duequeue_meta").fetchall())
+    assert meta == {"application": "duequeue", "schema_version": "1"}
+
+
+def test_it_refuses_a_foreign_database_and_leaves_it_untouched(pg_url: str) -> None:
+    with admin_connect(pg_url) as conn:
+        conn.execute("CREATE TABLE notes (id int PRIMARY KEY, text text)")
+    with pytest.raises(StoreError, match="not duequeue's"):
+        _open(pg_url)
+    with admin_connect(pg_url) as conn:
+        names = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchall()
+    assert names == [("notes",)]
+
+
+def test_it_refuses_a_database_from_a_newer_duequeue(pg_url: str) -> None:
+    _open(pg_url).close()
+    with admin_connect(pg_url) as conn:
+        conn.execute("UPDATE duequeue_meta SET value = '99' WHERE name = 'schema_version'")
+    with pytest.raises(StoreError, match="schema version 99"):
+        _open(pg_url)
+
+
+def test_processes_starting_on_a_fresh_database_apply_the_schema_once(pg_url: str) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+
+    def open_close() -> None:
+        try:
+            _open(pg_url).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_close) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with admin_connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM duequeue_meta").fetchall() == [(2,)]
+
+
+def test_it_fails_with_one_line_and_no_password_when_the_server_is_unreachable() -> None:
+    from tests.servers import free_port
+
+    url = f"postgresql://dq:s3cret-pw@127.0.0.1:{free_port()}/dq"
+    with pytest.raises(StoreError) as caught:
+        _open(url)
+    message = str(caught.value)
+    assert message.startswith("cannot connect to PostgreSQL postgresql://dq:****@127.0.0.1:")
+    assert "s3cret-pw" not in message
+    assert "\n" not in message
+
+
+def test_open_store_takes_postgresql_and_postgres_urls(pg_url: str) -> None:
+    from duequeue.store import open_store
+    from duequeue.store.postgres import PostgresStore
+
+    for url in (pg_url, pg_url.replace("postgresql://", "postgres://", 1)):
+        store = open_store(url)
+        assert isinstance(store, PostgresStore)
+        store.close()
+
+
+def test_the_claim_walks_the_due_index(pg_url: str) -> None:
+    from duequeue.store.postgres import _CLAIM
+
+    _open(pg_url).close()
+    with admin_connect(pg_url) as conn:
+        conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(
+            str(r[0])
+            for r in conn.execute(
+                "EXPLAIN " + _CLAIM,
+                {"owner": "o", "until": 2, "now": 1, "max": 3, "limit": 10},
+            ).fetchall()
+        )
+    assert "reminders_due" in plan
