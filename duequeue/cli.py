@@ -69,7 +69,8 @@ def _root(
         str | None,
         typer.Option(
             "--db",
-            help="Database path (env DUEQUEUE_DB; default under the user data dir).",
+            help="Database: an SQLite file path or a postgresql:// URL (env DUEQUEUE_DB; "
+            "default an SQLite file under the user data dir).",
             show_default=False,
         ),
     ] = None,

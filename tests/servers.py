@@ -448,6 +448,9 @@ class _HttpServer(ThreadingHTTPServer):
     # Non-daemon handler threads so that server_close() joins them: nothing outlives the sink.
     daemon_threads = False
     block_on_close = True
+    # Several tick processes open dozens of connections at once; the default backlog of 5
+    # resets the overflow ("connection reset by peer") before the accept loop catches up.
+    request_queue_size = 256
 
     def __init__(self, sink: HttpSink) -> None:
         super().__init__((LOOPBACK, 0), _HttpHandler)
