@@ -58,10 +58,10 @@ class TickSummary:
     def as_json(self) -> dict[str, Any]:
         """Return the stable JSON form of the summary."""
         data = asdict(self)
-        data["max_lateness_s"] = (
-            None if self.max_lateness_ms is None else round(self.max_lateness_ms / 1000, 3)
-        )
-        del data["max_lateness_ms"]
+        lateness = data.pop("max_lateness_ms")
+        errors = data.pop("errors")
+        data["max_lateness_s"] = None if lateness is None else round(lateness / 1000, 3)
+        data["errors"] = errors
         return data
 
     def line(self) -> str:
