@@ -69,6 +69,7 @@ def _root(
         str | None,
         typer.Option(
             "--db",
+            metavar="PATH|URL",
             help="Database: an SQLite file path or a postgresql:// URL (env DUEQUEUE_DB; "
             "default an SQLite file under the user data dir).",
             show_default=False,
@@ -78,6 +79,7 @@ def _root(
         str | None,
         typer.Option(
             "--config",
+            metavar="FILE",
             help="TOML config file (env DUEQUEUE_CONFIG; default under the user config dir).",
             show_default=False,
         ),
@@ -94,6 +96,7 @@ def add(
         str | None,
         typer.Option(
             "--at",
+            metavar="WHEN",
             help="When: ISO 8601 with offset (2027-01-05T09:00+01:00), a local time read in --tz "
             "(2027-01-05T09:00), relative (+90s, +15m, +2h, +1d, +1w) or 'now'. For --rrule it "
             "is DTSTART. Optional with --cron (default now).",
@@ -103,6 +106,7 @@ def add(
     tz: Annotated[
         str | None,
         typer.Option(
+            metavar="ZONE",
             help="IANA time zone for --at and the rule (default DUEQUEUE_TZ or UTC).",
             show_default=False,
         ),
@@ -110,34 +114,43 @@ def add(
     rrule: Annotated[
         str | None,
         typer.Option(
-            help="Repeat by an RFC 5545 RRULE, e.g. 'FREQ=WEEKLY;BYDAY=MO,WE'.", show_default=False
+            metavar="RULE",
+            help="Repeat by an RFC 5545 RRULE, e.g. 'FREQ=WEEKLY;BYDAY=MO,WE'.",
+            show_default=False,
         ),
     ] = None,
     cron: Annotated[
         str | None,
         typer.Option(
-            help="Repeat by a 5-field cron expression, e.g. '0 9 * * 1-5'.", show_default=False
+            metavar="EXPR",
+            help="Repeat by a 5-field cron expression, e.g. '0 9 * * 1-5'.",
+            show_default=False,
         ),
     ] = None,
     email: Annotated[
         list[str] | None,
-        typer.Option(help="Email target (repeatable).", show_default=False),
+        typer.Option(metavar="ADDR", help="Email target (repeatable).", show_default=False),
     ] = None,
     webhook: Annotated[
         list[str] | None,
-        typer.Option(help="Webhook target, an http(s) URL (repeatable).", show_default=False),
+        typer.Option(
+            metavar="URL", help="Webhook target, an http(s) URL (repeatable).", show_default=False
+        ),
     ] = None,
-    subject: Annotated[str, typer.Option(help="One-line subject (max 255 characters).")] = (
-        "Reminder"
-    ),
-    body: Annotated[str, typer.Option(help="Message body (max 64 KiB).")] = "",
+    subject: Annotated[
+        str, typer.Option(metavar="TEXT", help="One-line subject (max 255 characters).")
+    ] = ("Reminder"),
+    body: Annotated[str, typer.Option(metavar="TEXT", help="Message body (max 64 KiB).")] = "",
     data: Annotated[
         str | None,
-        typer.Option(help="JSON passed through to webhooks (max 16 KiB).", show_default=False),
+        typer.Option(
+            metavar="JSON", help="JSON passed through to webhooks (max 16 KiB).", show_default=False
+        ),
     ] = None,
     key: Annotated[
         str | None,
         typer.Option(
+            metavar="KEY",
             help="Idempotency key: adding the same key again adds nothing and prints "
             "the existing id.",
             show_default=False,
@@ -147,13 +160,24 @@ def add(
         str | None,
         typer.Option(
             "--misfire-grace",
+            metavar="DURATION",
             help="Skip (and record) a fire later than this, e.g. 1h, "
             "instead of delivering it late.",
             show_default=False,
         ),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Validate and print the next 5 fires; write nothing."),
+    ] = False,
 ) -> None:
-    """Schedule a reminder; print its id alone on stdout."""
+    """Schedule a reminder; print its id alone on stdout.
+
+    Times: --at takes ISO 8601 with an offset or Z, a local date-time read in --tz, +90s / +15m
+    / +2h / +1d / +1w, or now. Rules run in --tz: a wall-clock time a DST change skips fires
+    once just after the gap, a repeated one fires once (first occurrence); every-N-minutes or
+    -hours rules follow real elapsed time. Check a rule first with --dry-run.
+    """
     from duequeue import service
 
     settings = _settings(ctx)
@@ -172,6 +196,15 @@ def add(
     )
     now = _now()
     reminder, _ = service.build_reminder(req, settings.tz, now)  # validate before opening the DB
+    if dry_run:
+        assert reminder.fire_at is not None
+        fires = service.preview(
+            reminder.rule_kind, reminder.rule, reminder.tz, reminder.dtstart, reminder.fire_at, 5
+        )
+        from duequeue import output
+
+        typer.echo(output.fires_text(reminder.tz, fires))
+        return
     store = _store(settings)
     try:
         from duequeue.timefmt import to_ms
@@ -191,6 +224,7 @@ def tick(
     limit: Annotated[
         int | None,
         typer.Option(
+            metavar="N",
             min=1,
             help="Most rows to take (default DUEQUEUE_TICK_LIMIT or 100).",
             show_default=False,
@@ -224,7 +258,8 @@ def inspect(
         False
     ),
     limit: Annotated[
-        int | None, typer.Option(min=1, help="Show at most this many.", show_default=False)
+        int | None,
+        typer.Option(metavar="N", min=1, help="Show at most this many.", show_default=False),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
 ) -> None:
@@ -254,6 +289,43 @@ def inspect(
         typer.echo(f"no {view} reminders")
     else:
         typer.echo(output.reminder_table(views, f"{view} reminders"))
+
+
+@app.command("next")
+@_errors_to_exit
+def next_(
+    ctx: typer.Context,
+    reminder_id: Annotated[int, typer.Argument(metavar="ID", help="The reminder's id.")],
+    count: Annotated[
+        int, typer.Option(metavar="N", min=1, max=1000, help="How many fires to show.")
+    ] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object.")] = False,
+) -> None:
+    """Print a reminder's next fire times, in its zone and in UTC."""
+    from duequeue import output, service
+
+    settings = _settings(ctx)
+    store = _store(settings)
+    try:
+        view, fires = service.next_fires(store, reminder_id, count)
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "id": view.id,
+                    "tz": view.tz,
+                    "state": view.state,
+                    "fires": output.fires_json(view.tz, fires),
+                },
+                indent=2,
+            )
+        )
+    elif not fires:
+        typer.echo(f"reminder {view.id} is {view.state}: no further fires")
+    else:
+        typer.echo(output.fires_text(view.tz, fires))
 
 
 def main() -> None:

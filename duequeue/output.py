@@ -2,10 +2,11 @@
 
 import io
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from duequeue.store.base import ReminderView
-from duequeue.timefmt import iso
+from duequeue.timefmt import iso, to_ms
 
 
 def reminder_json(v: ReminderView) -> dict[str, Any]:
@@ -38,6 +39,26 @@ def _lateness(v: ReminderView) -> float | None:
     if v.last_sent_at is None or v.last_fired_at is None:
         return None
     return round((v.last_sent_at - v.last_fired_at) / 1000, 3)
+
+
+def fires_json(tz: str, fires: Sequence[datetime]) -> list[dict[str, str]]:
+    """Return fire times as {"local", "utc"} pairs: local in the reminder's zone, with offset."""
+    from zoneinfo import ZoneInfo
+
+    zone = ZoneInfo(tz)
+    return [{"local": f.astimezone(zone).isoformat(), "utc": iso(to_ms(f)) or ""} for f in fires]
+
+
+def fires_text(tz: str, fires: Sequence[datetime]) -> str:
+    """Return fire times one a line: local time and zone abbreviation, then UTC."""
+    from zoneinfo import ZoneInfo
+
+    zone = ZoneInfo(tz)
+    lines = []
+    for f in fires:
+        local = f.astimezone(zone)
+        lines.append(f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()} ({tz})  {iso(to_ms(f))}")
+    return "\n".join(lines)
 
 
 def reminder_table(views: Sequence[ReminderView], title: str) -> str:

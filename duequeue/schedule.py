@@ -132,13 +132,24 @@ def upcoming(rule: Rule, after: datetime, count: int) -> list[datetime]:
 
 def count_fires(rule: Rule, after: datetime, until: datetime, cap: int = 100_000) -> int:
     """Return how many fires lie in (after, until], counting no further than cap."""
+    return latest_fire(rule, after, until, cap)[1]
+
+
+def latest_fire(
+    rule: Rule, after: datetime, until: datetime, cap: int = 100_000
+) -> tuple[datetime | None, int]:
+    """Return the last fire in (after, until] and how many fires lie there (up to cap).
+
+    (None, 0) when there is none; past cap, the cap-th fire and cap.
+    """
     _require_aware(until, "until")
+    last: datetime | None = None
     total = 0
     for fire in _fires_after(rule, after):
         if fire > until or total >= cap:
             break
-        total += 1
-    return total
+        last, total = fire, total + 1
+    return last, total
 
 
 def _fires_after(rule: Rule, after: datetime) -> Iterator[datetime]:

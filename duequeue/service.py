@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 from duequeue import validate
 from duequeue.config import Settings
-from duequeue.errors import BadInputError
+from duequeue.errors import BadInputError, NotFoundError
 from duequeue.store.base import NewReminder, NewTarget, ReminderView, Store, View
-from duequeue.timefmt import to_ms
+from duequeue.timefmt import from_ms, to_ms
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -79,6 +79,29 @@ def build_reminder(
         key=validate.key(req.key),
     )
     return reminder, rule
+
+
+def preview(
+    rule_kind: "RuleKind | None", rule: str | None, tz: str, dtstart: int, fire_at: int, count: int
+) -> list[datetime]:
+    """Return the pending fire and the ones after it, `count` in all (fewer if the rule ends)."""
+    from duequeue import schedule
+
+    first = from_ms(fire_at)
+    if rule_kind is None or rule is None:
+        return [first]
+    parsed = schedule.parse_rule(rule_kind, rule, schedule.parse_zone(tz), from_ms(dtstart))
+    return [first, *schedule.upcoming(parsed, first, count - 1)]
+
+
+def next_fires(store: Store, reminder_id: int, count: int) -> tuple[ReminderView, list[datetime]]:
+    """Return a stored reminder and its next `count` fires; none once it is finished."""
+    view = store.get(reminder_id)
+    if view is None:
+        raise NotFoundError(f"no reminder with id {reminder_id}")
+    if view.fire_at is None or view.state != "pending" or view.dtstart is None:
+        return view, []
+    return view, preview(view.rule_kind, view.rule, view.tz, view.dtstart, view.fire_at, count)
 
 
 def add(store: Store, req: AddRequest, default_tz: str, now: datetime) -> tuple[int, bool]:

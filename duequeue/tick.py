@@ -12,12 +12,16 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from duequeue.channels.base import Message, Outcome, delivery_id
+from duequeue.errors import DuequeueError, StoreError
 from duequeue.policy import RetryPolicy, Verdict, decide
 from duequeue.store.base import Claimed, DeliveryRecord, Store, Target, WriteBack
 from duequeue.timefmt import from_ms, to_ms
+
+if TYPE_CHECKING:
+    from duequeue.schedule import Rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +53,15 @@ class TickSummary:
     deliveries_sent: int = 0
     deliveries_failed: int = 0
     max_lateness_ms: int | None = None
+    errors: list[str] = field(default_factory=list)  # rows the tick could not handle
 
     def as_json(self) -> dict[str, Any]:
         """Return the stable JSON form of the summary."""
         data = asdict(self)
-        data["max_lateness_s"] = (
-            None if self.max_lateness_ms is None else round(self.max_lateness_ms / 1000, 3)
-        )
-        del data["max_lateness_ms"]
+        lateness = data.pop("max_lateness_ms")
+        errors = data.pop("errors")
+        data["max_lateness_s"] = None if lateness is None else round(lateness / 1000, 3)
+        data["errors"] = errors
         return data
 
     def line(self) -> str:
@@ -67,6 +72,7 @@ class TickSummary:
             f"retried {self.retried}, dead {self.dead}, skipped {self.skipped}, "
             f"released {self.released}; deliveries {self.deliveries_sent} sent, "
             f"{self.deliveries_failed} failed; max lateness {lateness}"
+            + "".join(f"; error: {e}" for e in self.errors)
         )
 
 
@@ -140,11 +146,26 @@ class _Run:
             await asyncio.gather(*(self._row(row) for row in rows))
 
     async def _row(self, row: Claimed) -> None:
+        try:
+            await self._deliver_row(row)
+        except StoreError:
+            raise  # the database is gone for everyone: stop the tick, leases hand rows back
+        except Exception as exc:
+            # One broken row must not cancel the deliveries of every other row in the batch.
+            self.summary.errors.append(f"reminder {row.id}: {type(exc).__name__}: {exc}")
+            if row.id not in self.finished:
+                self.summary.released += self.store.release(self.owner, [row.id], self.now)
+                self.finished.add(row.id)
+
+    async def _deliver_row(self, row: Claimed) -> None:
         import asyncio
 
         lateness = self.now - row.fire_at
         if row.misfire_grace_ms is not None and lateness > row.misfire_grace_ms:
-            self._write(_skip(row, self.now), "skipped")
+            try:
+                self._write(_skip(row, self.now), "skipped")
+            except BrokenRuleError as exc:
+                self._write(_parked(row, str(exc)), "dead")
             return
         s = self.summary
         s.max_lateness_ms = max(s.max_lateness_ms or 0, lateness)
@@ -164,7 +185,10 @@ class _Run:
             self.finished.add(row.id)
             return
         outcomes = [(_label(t), o) for t, o in zip(row.targets, results, strict=True) if o]
-        verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes)
+        try:
+            verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes)
+        except BrokenRuleError as exc:
+            verdict, wb = Verdict.DEAD, _parked(row, str(exc))
         self._write(wb, _COUNTERS[verdict])
 
     async def _target(self, row: Claimed, msg: Message, target: Target) -> Outcome | None:
@@ -265,7 +289,29 @@ def _after_attempt(
 
 
 def _skip(row: Claimed, now: int) -> WriteBack:
-    """Pass over a fire later than its misfire grace, without sending it."""
+    """Pass over a fire later than its misfire grace, without sending it.
+
+    After an outage the backlog is skipped, but not an occurrence that is itself still within
+    the grace: the row goes back to due on that one, so an on-time fire is never lost.
+    """
+    assert row.misfire_grace_ms is not None
+    late = f"skipped: {(now - row.fire_at) / 1000:.0f}s late, past the misfire grace"
+    rule = _rule(row)
+    if rule is not None:
+        from duequeue import schedule
+
+        latest, passed = schedule.latest_fire(rule, from_ms(row.fire_at), from_ms(now))
+        if latest is not None and now - to_ms(latest) <= row.misfire_grace_ms:
+            return WriteBack(
+                reminder_id=row.id,
+                fire_at=row.fire_at,
+                pending_fire_at=to_ms(latest),
+                next_fire_at=to_ms(latest),
+                error_count=0,
+                last_error=late,
+                state="pending",
+                skipped=passed,  # row.fire_at and every fire before `latest`
+            )
     nxt, skipped = _advance(row, now)
     return WriteBack(
         reminder_id=row.id,
@@ -273,9 +319,23 @@ def _skip(row: Claimed, now: int) -> WriteBack:
         pending_fire_at=nxt,
         next_fire_at=nxt,
         error_count=0,
-        last_error=f"skipped: {(now - row.fire_at) / 1000:.0f}s late, past the misfire grace",
+        last_error=late,
         state="pending" if nxt is not None else "done",
         skipped=skipped + 1,
+    )
+
+
+def _parked(row: Claimed, error: str) -> WriteBack:
+    """Park a row whose rule cannot be evaluated as dead, so inspect --dead shows it."""
+    return WriteBack(
+        reminder_id=row.id,
+        fire_at=row.fire_at,
+        pending_fire_at=None,
+        next_fire_at=None,
+        error_count=row.error_count,
+        last_error=error,
+        state="dead",
+        dead_letter=True,
     )
 
 
@@ -285,14 +345,35 @@ def _advance(row: Claimed, now: int) -> tuple[int | None, int]:
     Missed ticks coalesce: a row found late is delivered once and moves to its first fire after
     now, instead of bursting one delivery for every period the scheduler was down.
     """
-    if row.rule_kind is None or row.rule is None:
+    rule = _rule(row)
+    if rule is None:
         return None, 0
     from duequeue import schedule
 
-    rule = schedule.parse_rule(
-        row.rule_kind, row.rule, schedule.parse_zone(row.tz), from_ms(row.dtstart)
-    )
     after = from_ms(max(now, row.fire_at))
-    nxt = schedule.next_fire(rule, after)
-    skipped = schedule.count_fires(rule, from_ms(row.fire_at), after)
+    try:
+        nxt = schedule.next_fire(rule, after)
+        skipped = schedule.count_fires(rule, from_ms(row.fire_at), after)
+    except (DuequeueError, ValueError) as exc:
+        raise BrokenRuleError(f"cannot compute the next fire: {exc}") from exc
     return (None if nxt is None else to_ms(nxt)), skipped
+
+
+def _rule(row: Claimed) -> "Rule | None":
+    """Return the row's parsed rule, or None for a one-shot."""
+    if row.rule_kind is None or row.rule is None:
+        return None
+    from duequeue import schedule
+
+    try:
+        return schedule.parse_rule(
+            row.rule_kind, row.rule, schedule.parse_zone(row.tz), from_ms(row.dtstart)
+        )
+    except (DuequeueError, ValueError) as exc:
+        # E.g. a zone this host's tz database no longer has. Evaluating it again next minute
+        # would fail the same way, so say so once and let the caller park the row.
+        raise BrokenRuleError(f"cannot compute the next fire: {exc}") from exc
+
+
+class BrokenRuleError(DuequeueError):
+    """A stored rule can no longer be evaluated; the row is parked as dead."""

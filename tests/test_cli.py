@@ -158,8 +158,10 @@ def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
         "deliveries_sent",
         "deliveries_failed",
         "max_lateness_s",
+        "errors",
     }
     assert summary["max_lateness_s"] is None
+    assert summary["errors"] == []
 
 
 def test_inspect_json_has_the_documented_keys(cli: Cli) -> None:

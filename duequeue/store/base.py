@@ -106,7 +106,7 @@ class ReminderView:
     key: str | None
     subject: str
     targets: tuple[Target, ...]
-    rule_kind: str | None
+    rule_kind: Literal["rrule", "cron"] | None
     rule: str | None
     tz: str
     state: State
@@ -120,6 +120,7 @@ class ReminderView:
     dead_at: int | None = None
     dead_fire_at: int | None = None  # the dead fire, in the dead view
     last_sent_at: int | None = None  # when the last fired fire first reached a target
+    dtstart: int | None = None  # the --at instant, the RRULE's DTSTART
 
 
 class Store(ABC):

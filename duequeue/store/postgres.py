@@ -28,7 +28,8 @@ _VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
     r.fire_at, r.next_fire_at, r.error_count, r.last_error, r.last_fired_at, r.skipped_fires,
     r.created_at, r.dead_at,
     (SELECT min(d.at) FROM deliveries d WHERE d.reminder_id = r.id
-        AND d.fire_at = r.last_fired_at AND d.outcome = 'sent')"""
+        AND d.fire_at = r.last_fired_at AND d.outcome = 'sent'),
+    r.dtstart"""
 
 _CLAIM = """
     UPDATE reminders SET lease_owner = %(owner)s, lease_until = %(until)s, updated_at = %(now)s
@@ -350,10 +351,11 @@ def _view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
         created_at=row[13],
         dead_at=row[14],
         last_sent_at=row[15],
+        dtstart=row[16],
         targets=targets,
     )
-    if len(row) > 16:  # a dead letter: its fire, errors and time, beside the row's own state
+    if len(row) > 17:  # a dead letter: its fire, errors and time, beside the row's own state
         view = replace(
-            view, dead_fire_at=row[16], error_count=row[17], last_error=row[18], dead_at=row[19]
+            view, dead_fire_at=row[17], error_count=row[18], last_error=row[19], dead_at=row[20]
         )
     return view
