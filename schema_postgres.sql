@@ -1,4 +1,4 @@
--- duequeue schema, version 1 (PostgreSQL): the counterpart of schema.sql, with the same tables and
+-- duequeue schema, version 2 (PostgreSQL): the counterpart of schema.sql, with the same tables and
 -- columns, so that `duequeue migrate` copies a SQLite database column for column. Applied on first
 -- use into the connection's current schema and shipped inside the wheel. Every time is BIGINT unix
 -- milliseconds UTC, as in SQLite.
@@ -76,7 +76,8 @@ CREATE TABLE dead_letters (
     error_count INTEGER NOT NULL,
     last_error  TEXT,
     dead_at     BIGINT NOT NULL,
+    retried_at  BIGINT,  -- version 2: set when `retry` re-arms the fire; NULL if it dies again
     UNIQUE (reminder_id, fire_at)
 );
 
-INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '1');
+INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '2');

@@ -8,7 +8,7 @@ import pytest
 from duequeue.errors import StoreError
 from duequeue.store.base import Store
 from tests.pg import admin_connect
-from tests.store_contract import StoreContract
+from tests.store_contract import OperatorContract, StoreContract
 
 
 def _open(url: str) -> Store:
@@ -17,7 +17,7 @@ def _open(url: str) -> Store:
     return PostgresStore(url)
 
 
-class TestPostgresStore(StoreContract):
+class TestPostgresStore(StoreContract, OperatorContract):
     @pytest.fixture
     def store(self, pg_url: str) -> Iterator[Store]:
         s = _open(pg_url)
@@ -40,7 +40,7 @@ def test_it_marks_the_schema_with_its_version(pg_url: str) -> None:
     _open(pg_url).close()
     with admin_connect(pg_url) as conn:
         meta = dict(conn.execute("SELECT name, value FROM duequeue_meta").fetchall())
-    assert meta == {"application": "duequeue", "schema_version": "1"}
+    assert meta == {"application": "duequeue", "schema_version": "2"}
 
 
 def test_it_refuses_a_foreign_database_and_leaves_it_untouched(pg_url: str) -> None:

@@ -15,7 +15,7 @@ import psycopg
 
 from duequeue.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # as schema.sql's: one version number across both stores
 APPLICATION = "duequeue"
 # pg_advisory_xact_lock key ('dque'): processes starting on a fresh database apply the schema
 # one after another instead of racing into "relation already exists".

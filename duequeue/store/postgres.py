@@ -9,17 +9,23 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from duequeue.store import pg_ops
 from duequeue.store.base import (
+    Change,
     Claimed,
+    DeadLetter,
     DeliveryRecord,
+    HealthCheck,
     NewReminder,
+    PruneCounts,
     ReminderView,
+    Stats,
     Store,
     Target,
     View,
     WriteBack,
 )
-from duequeue.store.pg_session import Cursor, Session
+from duequeue.store.pg_session import SCHEMA_VERSION, Cursor, Session
 
 _VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
     CASE WHEN r.cancelled_at IS NOT NULL THEN 'cancelled'
@@ -75,40 +81,12 @@ class PostgresStore(Store):
                 if found := cur.fetchone():
                     return int(found[0]), False
             # The UNIQUE key decides, not the lookup: concurrent adds of one key land once.
-            cur.execute(
-                """INSERT INTO reminders (key, subject, body, data, rule_kind, rule, tz, dtstart,
-                       misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at)
-                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-                   ON CONFLICT (key) DO NOTHING RETURNING id""",
-                (
-                    r.key,
-                    r.subject,
-                    r.body,
-                    r.data,
-                    r.rule_kind,
-                    r.rule,
-                    r.tz,
-                    r.dtstart,
-                    r.misfire_grace_ms,
-                    r.fire_at,
-                    r.fire_at,
-                    now,
-                    now,
-                ),
-            )
-            row = cur.fetchone()
-            if row is None:
+            rid = pg_ops.insert_reminder(cur, r, now)
+            if rid is None:
                 cur.execute("SELECT id FROM reminders WHERE key = %s", (r.key,))
                 existing = cur.fetchone()
                 assert existing is not None
                 return int(existing[0]), False
-            rid = int(row[0])
-            cur.execute(
-                """INSERT INTO targets (reminder_id, channel, address)
-                   SELECT %s, c, a FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(c, a, n)
-                   ORDER BY n ON CONFLICT DO NOTHING""",
-                (rid, [t.channel for t in r.targets], [t.address for t in r.targets]),
-            )
             return rid, True
 
         # Without a key a repeat after a lost commit could add the reminder twice: not repeated.
@@ -132,7 +110,7 @@ class PostgresStore(Store):
             claimed = []
             for row in rows:
                 rid = int(row[0])
-                sent, permanent, attempts = ledger.get(rid, (set(), set(), {}))
+                sent, permanent, attempts, rearmed = ledger.get(rid, (set(), set(), {}, False))
                 claimed.append(
                     Claimed(
                         id=rid,
@@ -150,6 +128,7 @@ class PostgresStore(Store):
                         sent=frozenset(sent),
                         permanent=frozenset(permanent),
                         attempts=attempts,
+                        rearmed=rearmed,
                     )
                 )
             return claimed
@@ -222,7 +201,8 @@ class PostgresStore(Store):
                            VALUES (%s, %s, %s, %s, %s)
                            ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
                                error_count = excluded.error_count,
-                               last_error = excluded.last_error, dead_at = excluded.dead_at""",
+                               last_error = excluded.last_error, dead_at = excluded.dead_at,
+                               retried_at = NULL""",
                         (w.reminder_id, w.fire_at, w.error_count, w.last_error, now),
                     )
             return applied
@@ -247,15 +227,29 @@ class PostgresStore(Store):
 
     # -- reads ------------------------------------------------------------------------------
 
-    def list_view(self, view: View, now: int, limit: int | None = None) -> list[ReminderView]:
+    def list_view(
+        self,
+        view: View,
+        now: int,
+        limit: int | None = None,
+        *,
+        subject_like: str | None = None,
+        target_like: str | None = None,
+    ) -> list[ReminderView]:
+        # NULL patterns match everything; ILIKE is case-insensitive as SQLite's LIKE is.
+        filters = """(%(subject)s::text IS NULL OR r.subject ILIKE %(subject)s)
+            AND (%(target)s::text IS NULL OR EXISTS (SELECT 1 FROM targets t
+                 WHERE t.reminder_id = r.id AND t.address ILIKE %(target)s))"""
+        args = {"now": now, "limit": limit, "subject": subject_like, "target": target_like}
+
         def work(cur: Cursor) -> list[ReminderView]:
             if view == "dead":
                 cur.execute(
                     f"""SELECT {_VIEW_COLUMNS}, d.fire_at, d.error_count, d.last_error, d.dead_at
                         FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
-                        WHERE r.cancelled_at IS NULL
-                        ORDER BY d.dead_at, d.id LIMIT %s""",
-                    (limit,),
+                        WHERE r.cancelled_at IS NULL AND d.retried_at IS NULL AND {filters}
+                        ORDER BY d.dead_at, d.id LIMIT %(limit)s""",
+                    args,
                 )
             else:
                 where = {
@@ -265,9 +259,9 @@ class PostgresStore(Store):
                 }[view]
                 order = "r.next_fire_at, r.id" if view != "all" else "r.id"
                 cur.execute(
-                    f"""SELECT {_VIEW_COLUMNS} FROM reminders r WHERE {where}
+                    f"""SELECT {_VIEW_COLUMNS} FROM reminders r WHERE {where} AND {filters}
                         ORDER BY {order} LIMIT %(limit)s""",
-                    {"now": now, "limit": limit},
+                    args,
                 )
             rows = cur.fetchall()
             targets = _targets(cur, sorted({int(row[0]) for row in rows}))
@@ -296,6 +290,70 @@ class PostgresStore(Store):
 
         return self.session.transact(work, what="reading the ledger", repeatable=True)
 
+    def dead_letters(self, reminder_id: int) -> list[DeadLetter]:
+        return self.session.transact(
+            lambda cur: pg_ops.dead_letters(cur, reminder_id),
+            what="reading dead letters",
+            repeatable=True,
+        )
+
+    def stats(self, now: int) -> Stats:
+        # One REPEATABLE READ snapshot, so the counts agree with each other.
+        def work(cur: Cursor) -> Stats:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return pg_ops.stats(cur, now)
+
+        return self.session.transact(work, what="stats", repeatable=True)
+
+    def health(self) -> list[HealthCheck]:
+        return self.session.transact(
+            lambda cur: pg_ops.health(cur, self.session.where, SCHEMA_VERSION),
+            what="health checks",
+            repeatable=True,
+        )
+
+    # -- operator writes --------------------------------------------------------------------
+
+    def add_many(self, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
+        # Keyless reminders would be added twice by a repeat after a lost commit.
+        return self.session.transact(
+            lambda cur: pg_ops.add_many(cur, reminders, now),
+            what="bulk add",
+            repeatable=all(r.key is not None for r in reminders),
+        )
+
+    # A repeat of cancel, retry or prune after a lost commit finds its work done and changes
+    # nothing more (it may then report the rows as skipped).
+    def cancel(self, ids: Sequence[int], now: int) -> list[Change]:
+        return self.session.transact(
+            lambda cur: pg_ops.cancel(cur, ids, now), what="cancel", repeatable=True
+        )
+
+    def retry_dead(self, ids: Sequence[int] | None, now: int) -> list[Change]:
+        return self.session.transact(
+            lambda cur: pg_ops.retry_dead(cur, ids, now), what="retry", repeatable=True
+        )
+
+    def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:
+        def work(cur: Cursor) -> PruneCounts:
+            counts = pg_ops.prune(cur, before)
+            if dry_run:
+                raise _DryRun(counts)  # rolls the deletions back
+            return counts
+
+        try:
+            return self.session.transact(work, what="prune", repeatable=True)
+        except _DryRun as undone:
+            return undone.counts
+
+
+class _DryRun(Exception):
+    """Raised inside a transaction to roll it back, carrying what it would have done."""
+
+    def __init__(self, counts: PruneCounts) -> None:
+        super().__init__("dry run")
+        self.counts = counts
+
 
 def _targets(cur: Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
     found: dict[int, list[Target]] = {}
@@ -309,26 +367,33 @@ def _targets(cur: Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
     return {rid: tuple(ts) for rid, ts in found.items()}
 
 
-_LedgerState = tuple[set[int], set[int], dict[int, int]]
+_LedgerState = tuple[set[int], set[int], dict[int, int], bool]
 
 
 def _ledger_state(cur: Cursor, ids: Sequence[int], fires: Sequence[int]) -> dict[int, _LedgerState]:
-    """Return, per claimed row, the targets already sent / refused for good for its pending fire
-    and the attempts so far, in one query for the whole batch."""
+    """Return, per claimed row, the targets already sent / refused for good for its pending fire,
+    the attempts so far and whether the fire was re-armed by `retry`, in one query per batch."""
     cur.execute(
-        """SELECT d.reminder_id, d.target_id, d.outcome, count(*) FROM deliveries d
-           JOIN unnest(%s::bigint[], %s::bigint[]) AS c(rid, fire)
-             ON d.reminder_id = c.rid AND d.fire_at = c.fire
-           GROUP BY d.reminder_id, d.target_id, d.outcome""",
+        """SELECT c.rid, d.target_id, d.outcome, count(d.id), max(d.at), x.retried_at
+           FROM unnest(%s::bigint[], %s::bigint[]) AS c(rid, fire)
+           LEFT JOIN dead_letters x
+             ON x.reminder_id = c.rid AND x.fire_at = c.fire AND x.retried_at IS NOT NULL
+           LEFT JOIN deliveries d ON d.reminder_id = c.rid AND d.fire_at = c.fire
+           GROUP BY c.rid, d.target_id, d.outcome, x.retried_at""",
         (list(ids), list(fires)),
     )
     state: dict[int, _LedgerState] = {}
-    for rid, tid, outcome, n in cur.fetchall():
-        sent, permanent, attempts = state.setdefault(int(rid), (set(), set(), {}))
+    for rid, tid, outcome, n, last, retried_at in cur.fetchall():
+        sent, permanent, attempts, _ = state.get(int(rid), (set(), set(), {}, False))
+        state[int(rid)] = (sent, permanent, attempts, retried_at is not None)
+        if tid is None:
+            continue  # no ledger rows for this fire yet
         attempts[int(tid)] = attempts.get(int(tid), 0) + int(n)
         if outcome == "sent":
             sent.add(int(tid))
-        elif outcome == "permanent":
+        elif outcome == "permanent" and (retried_at is None or last > retried_at):
+            # A refusal from before an operator's retry is what the retry is meant to get
+            # past (the receiver was fixed), so only a later one counts.
             permanent.add(int(tid))
     return state
 
