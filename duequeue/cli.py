@@ -328,6 +328,33 @@ def next_(
         typer.echo(output.fires_text(view.tz, fires))
 
 
+@app.command()
+@_errors_to_exit
+def migrate(
+    ctx: typer.Context,
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            metavar="URL",
+            help="The empty PostgreSQL database to copy into, e.g. postgresql://user@host/db.",
+            show_default=False,
+        ),
+    ],
+) -> None:
+    """Copy the SQLite database (--db) into an empty PostgreSQL database, ids and all."""
+    from duequeue import service
+    from duequeue.store.pg_session import safe_url
+
+    settings = _settings(ctx)
+    copied = service.migrate(settings.db, to)
+    typer.echo(
+        f"migrated {copied.reminders} reminders, {copied.targets} targets, "
+        f"{copied.deliveries} deliveries, {copied.dead_letters} dead letters "
+        f"from {settings.db} to {safe_url(to)}"
+    )
+
+
 def main() -> None:
     """Run the CLI (the console script entry point)."""
     app()

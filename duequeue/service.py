@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from duequeue.schedule import Rule, RuleKind
+    from duequeue.store.copy import Copied
     from duequeue.tick import TickSummary
 
 
@@ -133,3 +134,17 @@ def run_tick(
 def inspect(store: Store, view: View, now: datetime, limit: int | None) -> list[ReminderView]:
     """List reminders (or dead fires) for the chosen view."""
     return store.list_view(view, to_ms(now), limit)
+
+
+def migrate(db: str, to: str) -> "Copied":
+    """Copy the SQLite database `db` into the empty PostgreSQL database `to`."""
+    from duequeue.store import is_postgres_url, postgres_module
+
+    if is_postgres_url(db):
+        raise BadInputError("--db: migrate copies from an SQLite file, not a postgresql:// URL")
+    if not is_postgres_url(to):
+        raise BadInputError("--to: give the postgresql:// URL of an empty database to copy into")
+    postgres_module()  # a clear error when psycopg is missing
+    from duequeue.store.copy import sqlite_to_postgres
+
+    return sqlite_to_postgres(db, to)

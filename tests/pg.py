@@ -40,13 +40,20 @@ def admin_connect(url: str) -> "psycopg.Connection[tuple[Any, ...]]":
     return psycopg.connect(url, autocommit=True, connect_timeout=5)
 
 
+def needs_psycopg() -> None:
+    """Skip (or, when required, fail) a test that needs psycopg but no server."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _unavailable("psycopg is not installed: pip install 'psycopg[binary]'")
+
+
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
     """Create a throw-away database for the session; yield its URL; drop it at the end."""
-    try:
-        import psycopg
-    except ImportError:
-        _unavailable("psycopg is not installed: pip install 'psycopg[binary]'")
+    needs_psycopg()
+    import psycopg
+
     try:
         admin = admin_connect(SERVER_URL)
     except psycopg.Error as exc:

@@ -23,7 +23,7 @@ from duequeue.store.base import Claimed, NewReminder, NewTarget
 from duequeue.tick import TickOptions, tick
 from duequeue.timefmt import to_ms
 from tests.e2e import SECRET, Cli
-from tests.pg import SERVER_URL, admin_connect
+from tests.pg import SERVER_URL, admin_connect, needs_psycopg
 from tests.servers import HttpSink, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -247,6 +247,7 @@ def test_a_tick_that_cannot_reach_the_server_again_stops_and_its_rows_are_retake
 
 
 def test_the_cli_says_in_one_line_that_the_server_is_unreachable(tmp_path: Path) -> None:
+    needs_psycopg()
     from tests.servers import free_port
 
     url = f"postgresql://dq:pw-s3cret@127.0.0.1:{free_port()}/dq"

@@ -7,7 +7,7 @@ import pytest
 
 from duequeue.errors import StoreError
 from duequeue.store.base import Store
-from tests.pg import admin_connect
+from tests.pg import admin_connect, needs_psycopg
 from tests.store_contract import OperatorContract, StoreContract
 
 
@@ -30,6 +30,7 @@ class TestPostgresStore(StoreContract, OperatorContract):
 
 
 def test_the_packaged_postgres_schema_is_the_top_level_schema_postgres_sql() -> None:
+    needs_psycopg()
     from duequeue.store.pg_session import schema_postgres_sql
 
     top = Path(__file__).resolve().parent.parent / "schema_postgres.sql"
@@ -85,6 +86,7 @@ def test_processes_starting_on_a_fresh_database_apply_the_schema_once(pg_url: st
 
 
 def test_it_fails_with_one_line_and_no_password_when_the_server_is_unreachable() -> None:
+    needs_psycopg()
     from tests.servers import free_port
 
     url = f"postgresql://dq:s3cret-pw@127.0.0.1:{free_port()}/dq"

@@ -1,5 +1,7 @@
 """Stores: where reminders, targets and the delivery ledger live."""
 
+from types import ModuleType
+
 from duequeue.errors import StoreError
 from duequeue.store.base import Store
 
@@ -9,17 +11,23 @@ def is_postgres_url(db: str) -> bool:
     return db.startswith(("postgresql://", "postgres://"))
 
 
+def postgres_module() -> ModuleType:
+    """Import the PostgreSQL store, or say how to install what it needs."""
+    # Imported only on demand: the SQLite path never loads psycopg (an optional dependency).
+    try:
+        from duequeue.store import postgres
+    except ImportError as exc:
+        raise StoreError(
+            "a postgresql:// database needs psycopg: pip install 'duequeue[postgres]'"
+        ) from exc
+    return postgres
+
+
 def open_store(db: str) -> Store:
     """Open the store a --db value names: a postgresql:// URL selects PostgreSQL, a path SQLite."""
     if is_postgres_url(db):
-        # Imported only here: the SQLite path never loads psycopg (an optional dependency).
-        try:
-            from duequeue.store.postgres import PostgresStore
-        except ImportError as exc:
-            raise StoreError(
-                "a postgresql:// database needs psycopg: pip install 'duequeue[postgres]'"
-            ) from exc
-        return PostgresStore(db)
+        store: Store = postgres_module().PostgresStore(db)
+        return store
     from duequeue.store.sqlite import SQLiteStore
 
     return SQLiteStore(db)

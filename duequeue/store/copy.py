@@ -1,0 +1,93 @@
+"""Copy an SQLite database into an empty PostgreSQL one, ids and all (`duequeue migrate`).
+
+The rows are read in one SQLite read transaction and written with COPY in one PostgreSQL
+transaction: the target ends up with everything or nothing. Leases are not copied: a lease names
+a tick on the old database, and cron should be stopped while migrating anyway.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from duequeue.errors import StoreError
+from duequeue.store.pg_session import Cursor
+from duequeue.store.postgres import PostgresStore
+from duequeue.store.sqlite import SQLiteStore
+
+# Parents before children, so the foreign keys hold row by row.
+TABLES = ("reminders", "targets", "deliveries", "dead_letters")
+_NOT_COPIED = {"lease_owner", "lease_until"}
+
+
+@dataclass(frozen=True, slots=True)
+class Copied:
+    """How many rows of each table went over."""
+
+    reminders: int
+    targets: int
+    deliveries: int
+    dead_letters: int
+
+
+def sqlite_to_postgres(source: str, target: str) -> Copied:
+    """Copy every row of the SQLite database at `source` into the empty PostgreSQL `target`."""
+    if not Path(source).is_file():
+        raise StoreError(f"no SQLite database at {source} to migrate from")
+    SQLiteStore(source).close()  # refuses a foreign or newer file; brings an older one up to date
+    store = PostgresStore(target)
+    try:
+        conn = apsw.Connection(source, flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            conn.execute("BEGIN")  # one snapshot of the whole file
+            counts = store.session.transact(
+                lambda cur: _copy(conn, cur, store.session.where),
+                what="migrate",
+                repeatable=False,  # a lost connection rolls it all back; run migrate again
+            )
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        raise StoreError(f"reading {source}: {exc}") from exc
+    finally:
+        store.close()
+    return Copied(**counts)
+
+
+def _copy(conn: apsw.Connection, cur: Cursor, where: str) -> dict[str, int]:
+    # Nobody may add or tick in between the emptiness check and the copy.
+    cur.execute(f"LOCK TABLE {', '.join(TABLES)} IN EXCLUSIVE MODE")
+    for table in TABLES:
+        cur.execute(f"SELECT count(*) FROM {table}")
+        row = cur.fetchone()
+        if row and row[0]:
+            raise StoreError(
+                f"PostgreSQL {where} already holds {row[0]} {table.replace('_', ' ')}: "
+                "migrate copies into an empty database only"
+            )
+    counts = {}
+    for table in TABLES:
+        columns = [
+            str(r[1])
+            for r in conn.execute(f"PRAGMA table_info({table})")
+            if str(r[1]) not in _NOT_COPIED
+        ]
+        names = ", ".join(columns)
+        n = 0
+        with cur.copy(f"COPY {table} ({names}) FROM STDIN".encode()) as copy:
+            for values in _rows(conn, f"SELECT {names} FROM {table} ORDER BY id"):
+                copy.write_row(values)
+                n += 1
+        counts[table] = n
+        # Rows came with their ids: move the id sequence past them, or the next add collides.
+        cur.execute(
+            f"""SELECT setval(pg_get_serial_sequence('{table}', 'id'),
+                              (SELECT coalesce(max(id), 0) + 1 FROM {table}), false)""".encode()
+        )
+    return counts
+
+
+def _rows(conn: apsw.Connection, sql: str) -> Iterator[tuple[Any, ...]]:
+    yield from conn.execute(sql)

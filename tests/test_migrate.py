@@ -1,0 +1,147 @@
+"""`duequeue migrate`: an SQLite database copied into PostgreSQL reads the same there."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from duequeue.store.sqlite import SQLiteStore, schema_sql
+from duequeue.timefmt import to_ms
+from tests.e2e import SECRET, Cli
+from tests.pg import admin_connect
+from tests.servers import HttpSink, Reply
+
+T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def http() -> Iterator[HttpSink]:
+    with HttpSink() as sink:
+        yield sink
+
+
+def _cli(db: Path | str) -> Cli:
+    env = {"DUEQUEUE_WEBHOOK_SECRET": SECRET, "DUEQUEUE_CHANNEL_TIMEOUT": "2"}
+    return Cli(db, T0, env)  # type: ignore[arg-type]
+
+
+def _everything(cli: Cli) -> dict[str, Any]:
+    return {view: cli.inspect(view) for view in ("--all", "--dead", "--pending", "--due")}
+
+
+def _ledgers(store: Any, ids: list[int]) -> dict[int, Any]:
+    return {rid: (store.deliveries(rid), store.dead_letters(rid)) for rid in ids}
+
+
+def test_a_migrated_database_reads_the_same_and_goes_on_ticking(
+    db_path: Path, pg_url: str, http: HttpSink
+) -> None:
+    http.respond("/down", Reply(500))
+    http.respond("/gone", Reply(410))
+    lite = _cli(db_path)
+    done = lite.add("--at", "now", "--webhook", http.url("/ok"), "--subject", "once")
+    daily = lite.add(
+        "--at", "now", "--rrule", "FREQ=DAILY", "--key", "daily", "--subject", "daily",
+        "--webhook", http.url("/ok2"), "--webhook", http.url("/down"),
+    )  # fmt: skip
+    dead = lite.add("--at", "now", "--webhook", http.url("/gone"), "--data", '{"n": 1}')
+    later = lite.add("--at", "+1d", "--email", "ann@example.com", "--tz", "Europe/Berlin")
+    gone = lite.add("--at", "+2d", "--webhook", http.url("/never"))
+    lite.tick()
+    lite.advance(minutes=1)
+    lite.tick()
+    sqlite = SQLiteStore(db_path)
+    sqlite.cancel([gone], 1)
+    # A lease of a tick that was still running on the old database: not copied.
+    sqlite.claim_due(10**13, 10, 3, 10**9, "old-host")
+    ids = [done, daily, dead, later, gone]
+    before, ledgers = _everything(lite), _ledgers(sqlite, ids)
+    sqlite.close()
+    assert {r["state"] for r in before["--all"]} == {"done", "pending", "dead", "cancelled"}
+
+    run = lite("migrate", "--to", pg_url)
+    assert (run.code, run.err) == (0, "")
+    assert run.out.startswith("migrated 5 reminders, 6 targets, 4 deliveries, 1 dead letters ")
+
+    pg = _cli(pg_url)
+    assert _everything(pg) == before
+    from duequeue.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    try:
+        assert _ledgers(store, ids) == ledgers
+        assert store.stats(to_ms(T0)).leased == 0
+    finally:
+        store.close()
+
+    assert pg.add("--at", "+1h", "--webhook", http.url("/new")) == gone + 1  # ids go on
+    pg.advance(days=1)
+    # The daily row's next fire, the email one-shot (no SMTP set: failed) and the new one.
+    assert pg.tick()["claimed"] == 3
+    sent = [len(http.requests_for(p)) for p in ("/ok", "/ok2", "/gone", "/never", "/new")]
+    assert sent == [1, 2, 1, 0, 1]
+
+
+def test_migrate_refuses_a_database_that_is_not_empty_and_changes_nothing(
+    db_path: Path, pg_url: str
+) -> None:
+    lite = _cli(db_path)
+    lite.add("--at", "+1h", "--webhook", "https://hooks.example.com/a")
+    assert lite("migrate", "--to", pg_url).code == 0
+    lite.add("--at", "+2h", "--webhook", "https://hooks.example.com/b")
+
+    again = lite("migrate", "--to", pg_url)
+    assert again.code == 1
+    assert again.err.startswith("duequeue: error: PostgreSQL postgresql://")
+    assert "already holds 1 reminders" in again.err
+    assert len(again.err.splitlines()) == 1
+    assert len(_cli(pg_url).inspect("--all")) == 1
+
+
+@pytest.mark.parametrize(
+    ("db", "to", "flag"),
+    [
+        ("postgresql://postgres@127.0.0.1/x", "postgresql://postgres@127.0.0.1/y", "--db"),
+        (None, "/tmp/other.db", "--to"),
+    ],
+)
+def test_migrate_goes_from_sqlite_to_postgresql_only(
+    db_path: Path, db: str | None, to: str, flag: str
+) -> None:
+    run = _cli(db or db_path)("migrate", "--to", to)
+    assert run.code == 2
+    assert run.err.startswith(f"duequeue: error: {flag}: ")
+
+
+def test_migrate_needs_an_existing_sqlite_file(db_path: Path, pg_url: str) -> None:
+    run = _cli(db_path)("migrate", "--to", pg_url)
+    assert run.code == 1
+    assert "no SQLite database at" in run.err
+    assert not db_path.exists()
+
+
+def test_both_schemas_have_the_same_tables_and_columns(pg_url: str) -> None:
+    """What `migrate` relies on: every SQLite column has a PostgreSQL home of the same name."""
+    from duequeue.store.copy import TABLES
+    from duequeue.store.postgres import PostgresStore
+
+    lite = apsw.Connection(":memory:")
+    lite.execute(schema_sql())
+    sqlite_columns = {
+        str(t): [str(c[1]) for c in lite.execute(f"PRAGMA table_info({t})")]
+        for (t,) in lite.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
+    }
+    PostgresStore(pg_url).close()
+    pg_columns: dict[str, list[str]] = {}
+    with admin_connect(pg_url) as conn:
+        for table, column in conn.execute(
+            """SELECT table_name, column_name FROM information_schema.columns
+               WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"""
+        ):
+            pg_columns.setdefault(table, []).append(column)
+    assert set(sqlite_columns) == set(TABLES)
+    assert {t: pg_columns[t] for t in TABLES} == sqlite_columns
+    assert set(pg_columns) == {*TABLES, "duequeue_meta"}
