@@ -48,7 +48,10 @@ _CLAIM = """
     RETURNING id, subject, body, data, rule_kind, rule, tz, dtstart, misfire_grace_ms, fire_at,
         error_count, next_fire_at"""
 
+# One statement: the row's update and, for a dead fire, its dead letter, so a tick's write-back
+# of one row is one round trip. The dead letter is written only if the update applied.
 _WRITE_BACK = """
+    WITH done AS (
     UPDATE reminders SET
         fire_at = %(pending)s, next_fire_at = %(next)s, error_count = %(errors)s,
         last_error = %(error)s,
@@ -57,7 +60,15 @@ _WRITE_BACK = """
         done_at = CASE WHEN %(state)s = 'done' THEN %(now)s END,
         dead_at = CASE WHEN %(state)s = 'dead' THEN %(now)s END,
         lease_owner = NULL, lease_until = NULL, updated_at = %(now)s
-    WHERE id = %(id)s AND lease_owner = %(owner)s"""
+    WHERE id = %(id)s AND lease_owner = %(owner)s
+    RETURNING id),
+    letter AS (
+    INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at)
+    SELECT id, %(fire)s, %(errors)s, %(error)s, %(now)s FROM done WHERE %(dead)s
+    ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
+        error_count = excluded.error_count, last_error = excluded.last_error,
+        dead_at = excluded.dead_at, retried_at = NULL)
+    SELECT count(*) FROM done"""
 
 
 class PostgresStore(Store):
@@ -169,7 +180,9 @@ class PostgresStore(Store):
 
         # If even the repeat fails, StoreError stops the tick: the row's lease runs out and the
         # unrecorded target is sent again (README: at least once to the network).
-        self.session.transact(work, what="recording deliveries", repeatable=True)
+        self.session.transact(
+            work, what="recording deliveries", repeatable=True, one_statement=True
+        )
 
     def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
         def work(cur: Cursor) -> int:
@@ -186,30 +199,22 @@ class PostgresStore(Store):
                         "fire": w.fire_at,
                         "skipped": w.skipped,
                         "state": w.state,
+                        "dead": w.dead_letter,
                         "now": now,
                         "id": w.reminder_id,
                         "owner": owner,
                     },
                 )
-                if cur.rowcount != 1:
-                    continue  # the lease was lost: the row is someone else's now
-                applied += 1
-                if w.dead_letter:
-                    cur.execute(
-                        """INSERT INTO dead_letters
-                               (reminder_id, fire_at, error_count, last_error, dead_at)
-                           VALUES (%s, %s, %s, %s, %s)
-                           ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
-                               error_count = excluded.error_count,
-                               last_error = excluded.last_error, dead_at = excluded.dead_at,
-                               retried_at = NULL""",
-                        (w.reminder_id, w.fire_at, w.error_count, w.last_error, now),
-                    )
+                row = cur.fetchone()
+                # 0 when the lease was lost: the row is someone else's now.
+                applied += int(row[0]) if row else 0
             return applied
 
         # Repeating is safe: a write-back that did commit cleared our lease, so the repeat
         # matches no row (and counts 0) instead of applying twice.
-        return self.session.transact(work, what="write-back", repeatable=True)
+        return self.session.transact(
+            work, what="write-back", repeatable=True, one_statement=len(items) == 1
+        )
 
     def release(self, owner: str, ids: Sequence[int], now: int) -> int:
         if not ids:
@@ -222,7 +227,7 @@ class PostgresStore(Store):
                 (now, list(ids), owner),
             )
 
-        self.session.transact(work, what="release", repeatable=True)
+        self.session.transact(work, what="release", repeatable=True, one_statement=True)
         return len(ids)
 
     # -- reads ------------------------------------------------------------------------------
