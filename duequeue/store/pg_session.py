@@ -130,6 +130,8 @@ class Session:
         return text
 
     def _ensure_schema(self) -> None:
+        if self._schema_is_current():
+            return
         state = self.transact(_schema_state, what="reading the schema version", repeatable=True)
         if state != (APPLICATION, SCHEMA_VERSION):
 
@@ -149,6 +151,18 @@ class Session:
                 f"PostgreSQL {self.where} has schema version {state[1]}; "
                 f"this duequeue knows {SCHEMA_VERSION}"
             )
+
+    def _schema_is_current(self) -> bool:
+        """Check the version marker in one round trip: what every command pays on open."""
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT name, value FROM duequeue_meta")
+                meta = dict(cur.fetchall())
+        except psycopg.errors.UndefinedTable:
+            return False  # a fresh or foreign database: the careful path decides
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL {self.where}: {self._line(exc)}") from exc
+        return meta == {"application": APPLICATION, "schema_version": str(SCHEMA_VERSION)}
 
 
 def _schema_state(cur: Cursor) -> tuple[str, int] | None:
