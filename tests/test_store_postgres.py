@@ -122,3 +122,15 @@ def test_the_claim_walks_the_due_index(pg_url: str) -> None:
             ).fetchall()
         )
     assert "reminders_due" in plan
+
+
+def test_health_reports_a_missing_sent_once_index_with_a_fix(pg_url: str) -> None:
+    store = _open(pg_url)
+    try:
+        with admin_connect(pg_url) as conn:
+            conn.execute("DROP INDEX deliveries_sent_once")
+        (check,) = [c for c in store.health() if c.name == "database integrity"]
+        assert (check.ok, check.detail) == (False, "index deliveries_sent_once: missing")
+        assert check.fix is not None
+    finally:
+        store.close()

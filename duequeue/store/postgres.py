@@ -6,10 +6,8 @@ columns carry the ownership past the transaction exactly as on SQLite.
 """
 
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
 
-from duequeue.store import pg_ops
+from duequeue.store import pg_ops, pg_rows
 from duequeue.store.base import (
     Change,
     Claimed,
@@ -21,21 +19,11 @@ from duequeue.store.base import (
     ReminderView,
     Stats,
     Store,
-    Target,
     View,
     WriteBack,
 )
+from duequeue.store.pg_rows import VIEW_COLUMNS
 from duequeue.store.pg_session import SCHEMA_VERSION, Cursor, Session
-
-_VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
-    CASE WHEN r.cancelled_at IS NOT NULL THEN 'cancelled'
-         WHEN r.dead_at IS NOT NULL THEN 'dead'
-         WHEN r.done_at IS NOT NULL THEN 'done' ELSE 'pending' END,
-    r.fire_at, r.next_fire_at, r.error_count, r.last_error, r.last_fired_at, r.skipped_fires,
-    r.created_at, r.dead_at,
-    (SELECT min(d.at) FROM deliveries d WHERE d.reminder_id = r.id
-        AND d.fire_at = r.last_fired_at AND d.outcome = 'sent'),
-    r.dtstart"""
 
 _CLAIM = """
     UPDATE reminders SET lease_owner = %(owner)s, lease_until = %(until)s, updated_at = %(now)s
@@ -116,8 +104,8 @@ class PostgresStore(Store):
             # RETURNING gives no order; the tick wants the oldest due first.
             rows.sort(key=lambda row: (row[11], row[0]))
             ids = [int(row[0]) for row in rows]
-            targets = _targets(cur, ids)
-            ledger = _ledger_state(cur, ids, [int(row[9]) for row in rows])
+            targets = pg_rows.targets(cur, ids)
+            ledger = pg_rows.ledger_state(cur, ids, [int(row[9]) for row in rows])
             claimed = []
             for row in rows:
                 rid = int(row[0])
@@ -250,7 +238,7 @@ class PostgresStore(Store):
         def work(cur: Cursor) -> list[ReminderView]:
             if view == "dead":
                 cur.execute(
-                    f"""SELECT {_VIEW_COLUMNS}, d.fire_at, d.error_count, d.last_error, d.dead_at
+                    f"""SELECT {VIEW_COLUMNS}, d.fire_at, d.error_count, d.last_error, d.dead_at
                         FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
                         WHERE r.cancelled_at IS NULL AND d.retried_at IS NULL AND {filters}
                         ORDER BY d.dead_at, d.id LIMIT %(limit)s""",
@@ -264,23 +252,23 @@ class PostgresStore(Store):
                 }[view]
                 order = "r.next_fire_at, r.id" if view != "all" else "r.id"
                 cur.execute(
-                    f"""SELECT {_VIEW_COLUMNS} FROM reminders r WHERE {where} AND {filters}
+                    f"""SELECT {VIEW_COLUMNS} FROM reminders r WHERE {where} AND {filters}
                         ORDER BY {order} LIMIT %(limit)s""",
                     args,
                 )
             rows = cur.fetchall()
-            targets = _targets(cur, sorted({int(row[0]) for row in rows}))
-            return [_view(row, targets.get(int(row[0]), ())) for row in rows]
+            targets = pg_rows.targets(cur, sorted({int(row[0]) for row in rows}))
+            return [pg_rows.view(row, targets.get(int(row[0]), ())) for row in rows]
 
         return self.session.transact(work, what="inspect", repeatable=True)
 
     def get(self, reminder_id: int) -> ReminderView | None:
         def work(cur: Cursor) -> ReminderView | None:
-            cur.execute(f"SELECT {_VIEW_COLUMNS} FROM reminders r WHERE r.id = %s", (reminder_id,))
+            cur.execute(f"SELECT {VIEW_COLUMNS} FROM reminders r WHERE r.id = %s", (reminder_id,))
             row = cur.fetchone()
             if row is None:
                 return None
-            return _view(row, _targets(cur, [reminder_id]).get(reminder_id, ()))
+            return pg_rows.view(row, pg_rows.targets(cur, [reminder_id]).get(reminder_id, ()))
 
         return self.session.transact(work, what="get", repeatable=True)
 
@@ -358,74 +346,3 @@ class _DryRun(Exception):
     def __init__(self, counts: PruneCounts) -> None:
         super().__init__("dry run")
         self.counts = counts
-
-
-def _targets(cur: Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
-    found: dict[int, list[Target]] = {}
-    cur.execute(
-        """SELECT reminder_id, id, channel, address FROM targets
-           WHERE reminder_id = ANY(%s) ORDER BY id""",
-        (list(ids),),
-    )
-    for rid, tid, channel, address in cur.fetchall():
-        found.setdefault(int(rid), []).append(Target(int(tid), channel, address))
-    return {rid: tuple(ts) for rid, ts in found.items()}
-
-
-_LedgerState = tuple[set[int], set[int], dict[int, int], bool]
-
-
-def _ledger_state(cur: Cursor, ids: Sequence[int], fires: Sequence[int]) -> dict[int, _LedgerState]:
-    """Return, per claimed row, the targets already sent / refused for good for its pending fire,
-    the attempts so far and whether the fire was re-armed by `retry`, in one query per batch."""
-    cur.execute(
-        """SELECT c.rid, d.target_id, d.outcome, count(d.id), max(d.at), x.retried_at
-           FROM unnest(%s::bigint[], %s::bigint[]) AS c(rid, fire)
-           LEFT JOIN dead_letters x
-             ON x.reminder_id = c.rid AND x.fire_at = c.fire AND x.retried_at IS NOT NULL
-           LEFT JOIN deliveries d ON d.reminder_id = c.rid AND d.fire_at = c.fire
-           GROUP BY c.rid, d.target_id, d.outcome, x.retried_at""",
-        (list(ids), list(fires)),
-    )
-    state: dict[int, _LedgerState] = {}
-    for rid, tid, outcome, n, last, retried_at in cur.fetchall():
-        sent, permanent, attempts, _ = state.get(int(rid), (set(), set(), {}, False))
-        state[int(rid)] = (sent, permanent, attempts, retried_at is not None)
-        if tid is None:
-            continue  # no ledger rows for this fire yet
-        attempts[int(tid)] = attempts.get(int(tid), 0) + int(n)
-        if outcome == "sent":
-            sent.add(int(tid))
-        elif outcome == "permanent" and (retried_at is None or last > retried_at):
-            # A refusal from before an operator's retry is what the retry is meant to get
-            # past (the receiver was fixed), so only a later one counts.
-            permanent.add(int(tid))
-    return state
-
-
-def _view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
-    view = ReminderView(
-        id=row[0],
-        key=row[1],
-        subject=row[2],
-        rule_kind=row[3],
-        rule=row[4],
-        tz=row[5],
-        state=row[6],
-        fire_at=row[7],
-        next_fire_at=row[8],
-        error_count=row[9],
-        last_error=row[10],
-        last_fired_at=row[11],
-        skipped_fires=row[12],
-        created_at=row[13],
-        dead_at=row[14],
-        last_sent_at=row[15],
-        dtstart=row[16],
-        targets=targets,
-    )
-    if len(row) > 17:  # a dead letter: its fire, errors and time, beside the row's own state
-        view = replace(
-            view, dead_fire_at=row[17], error_count=row[18], last_error=row[19], dead_at=row[20]
-        )
-    return view
