@@ -107,6 +107,16 @@ def run_tick(
     return tick(store, to_ms(now), options, clock)
 
 
-def inspect(store: Store, view: View, now: datetime, limit: int | None) -> list[ReminderView]:
-    """List reminders (or dead fires) for the chosen view."""
-    return store.list_view(view, to_ms(now), limit)
+def inspect(
+    store: Store,
+    view: View,
+    now: datetime,
+    limit: int | None,
+    *,
+    subject_like: str | None = None,
+    target_like: str | None = None,
+) -> list[ReminderView]:
+    """List reminders (or dead fires) for the chosen view, filtered by LIKE patterns."""
+    return store.list_view(
+        view, to_ms(now), limit, subject_like=subject_like, target_like=target_like
+    )

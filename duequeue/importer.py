@@ -1,0 +1,120 @@
+"""Read JSON Lines for `import`: one reminder per line, validated exactly as `add` validates."""
+
+import contextlib
+import gc
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from duequeue.errors import BadInputError
+from duequeue.service import AddRequest, build_reminder
+from duequeue.store.base import NewReminder
+
+FIELDS = (
+    "at",
+    "tz",
+    "rrule",
+    "cron",
+    "email",
+    "webhook",
+    "subject",
+    "body",
+    "data",
+    "key",
+    "misfire_grace",
+)
+_KNOWN = frozenset(FIELDS)
+_FLAG = re.compile(r"--([a-z]+(?:-[a-z]+)*)")
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large import builds and stores its rows.
+
+    A file of 100,000 lines makes hundreds of thousands of small objects, none of them in a
+    cycle; the collector would rescan them again and again as they pile up (about half the
+    import's time). Reference counting still frees everything as usual.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def parse_lines(
+    lines: Iterable[bytes],
+    default_tz: str,
+    now: datetime,
+    progress: Callable[[int], None] | None = None,
+) -> list[NewReminder]:
+    """Validate every line into a reminder; raise on the first bad one, naming its line number.
+
+    Blank lines are skipped but counted, so N is the line number an editor shows. `progress`
+    is called with the bytes of each line read.
+    """
+    reminders = []
+    for number, raw in enumerate(lines, 1):
+        if progress is not None:
+            progress(len(raw))
+        if raw.strip():
+            reminders.append(_line(raw, number, default_tz, now))
+    return reminders
+
+
+def _line(raw: bytes, number: int, default_tz: str, now: datetime) -> NewReminder:
+    try:
+        obj = json.loads(raw)
+    except UnicodeDecodeError:
+        raise BadInputError(f"line {number}: not UTF-8 text") from None
+    except ValueError as exc:
+        raise BadInputError(f"line {number}: not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise BadInputError(f"line {number}: expected a JSON object, one reminder per line")
+    unknown = sorted(set(obj) - _KNOWN)
+    if unknown:
+        raise BadInputError(
+            f"line {number}: unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}"
+        )
+    try:
+        req = AddRequest(
+            at=_text(obj, "at"),
+            tz=_text(obj, "tz"),
+            rrule=_text(obj, "rrule"),
+            cron=_text(obj, "cron"),
+            emails=_texts(obj, "email"),
+            webhooks=_texts(obj, "webhook"),
+            subject=_text(obj, "subject") or "Reminder",
+            body=_text(obj, "body") or "",
+            data=None if "data" not in obj else json.dumps(obj["data"]),
+            key=_text(obj, "key"),
+            misfire_grace=_text(obj, "misfire_grace"),
+        )
+        reminder, _ = build_reminder(req, default_tz, now)
+    except BadInputError as exc:
+        # add's messages name flags (--email); here the same thing is a field (email).
+        message = _FLAG.sub(lambda m: m[1].replace("-", "_"), str(exc))
+        raise BadInputError(f"line {number}: {message}") from None
+    return reminder
+
+
+def _text(obj: dict[str, Any], name: str) -> str | None:
+    value = obj.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise BadInputError(f"{name}: expected a string, got {json.dumps(value)[:40]}")
+
+
+def _texts(obj: dict[str, Any], name: str) -> tuple[str, ...]:
+    value = obj.get(name)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise BadInputError(f"{name}: expected a string or a list of strings")
