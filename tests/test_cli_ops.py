@@ -391,3 +391,20 @@ def test_json_outputs_are_single_documents(cli: Cli) -> None:
     cli.add("--at", "+1h", "--webhook", HOOK)
     for args in (["stats", "--json"], ["config", "--json"], ["cancel", "1", "--json"]):
         json.loads(cli(*args).out)
+
+
+def test_doctor_logs_in_as_a_delivery_would_and_reports_a_wrong_password(cli: Cli) -> None:
+    cli.add("--at", "+1h", "--webhook", HOOK)
+    with SmtpSink(credentials=("mailer", "right-password")) as smtp:
+        base = {"DUEQUEUE_EMAIL_FROM": "r@example.com"}
+        good = f"smtp://mailer:right-password@127.0.0.1:{smtp.port}"
+        bad = f"smtp://mailer:wrong-password@127.0.0.1:{smtp.port}"
+        ok = cli("doctor", "--json", env={**base, "DUEQUEUE_SMTP_URL": good})
+        refused = cli("doctor", "--json", env={**base, "DUEQUEUE_SMTP_URL": bad})
+        assert smtp.logins == ["mailer"]
+        assert smtp.messages == []
+    assert ok.code == 0, ok.out
+    assert refused.code == 1
+    (check,) = [c for c in refused.json()["checks"] if c["name"] == "smtp"]
+    assert check["detail"].startswith("login refused (127.0.0.1:")
+    assert "wrong-password" not in refused.out
