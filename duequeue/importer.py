@@ -71,7 +71,8 @@ def parse_lines(
 
 def _line(raw: bytes, number: int, default_tz: str, now: datetime) -> NewReminder:
     try:
-        obj = json.loads(raw)
+        # Decoding first spares json its encoding sniffing, and says what is wrong plainly.
+        obj = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise BadInputError(f"line {number}: not UTF-8 text") from None
     except ValueError as exc:

@@ -175,3 +175,11 @@ def test_a_progress_bar_is_drawn_only_when_stderr_is_a_terminal(tmp_path: Path) 
     assert b"writing" in err
     code, out, err = _run_import(tmp_path / "pipe.db", f, stderr_on_a_terminal=False)
     assert (code, out, err) == (0, "imported 50, skipped 0 existing keys\n", b"")
+
+
+def test_a_line_that_is_not_utf8_is_reported(cli: Cli, db_path: Path, tmp_path: Path) -> None:
+    f = tmp_path / "latin1.jsonl"
+    f.write_bytes(b'{"at": "+1h", "webhook": ["' + HOOK.encode() + b'"], "subject": "caf\xe9"}\n')
+    r = cli("import", str(f))
+    assert (r.code, r.err) == (2, "duequeue: error: line 1: not UTF-8 text\n")
+    assert rows(db_path) == 0

@@ -408,3 +408,11 @@ def test_doctor_logs_in_as_a_delivery_would_and_reports_a_wrong_password(cli: Cl
     (check,) = [c for c in refused.json()["checks"] if c["name"] == "smtp"]
     assert check["detail"].startswith("login refused (127.0.0.1:")
     assert "wrong-password" not in refused.out
+
+
+def test_help_lists_the_operator_commands(cli: Cli) -> None:
+    out = cli("--help").out
+    for command in ("import", "history", "retry", "cancel", "stats", "prune", "doctor"):
+        assert command in out
+    for command in ("worker", "config"):
+        assert command in out
