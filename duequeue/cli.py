@@ -261,6 +261,25 @@ def inspect(
         int | None,
         typer.Option(metavar="N", min=1, help="Show at most this many.", show_default=False),
     ] = None,
+    subject_like: Annotated[
+        str | None,
+        typer.Option(
+            "--subject-like",
+            metavar="PATTERN",
+            help="Only subjects matching this SQL LIKE pattern (% any run, _ one character; "
+            "ASCII case-insensitive), e.g. '%rent%'.",
+            show_default=False,
+        ),
+    ] = None,
+    target_like: Annotated[
+        str | None,
+        typer.Option(
+            "--target-like",
+            metavar="PATTERN",
+            help="Only reminders with a target address matching this LIKE pattern.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
 ) -> None:
     """List dead-lettered, due, pending or all reminders as a table or JSON."""
@@ -278,7 +297,14 @@ def inspect(
     settings = _settings(ctx)
     store = _store(settings)
     try:
-        views = service.inspect(store, view, _now(), limit)  # type: ignore[arg-type]
+        views = service.inspect(
+            store,
+            view,  # type: ignore[arg-type]
+            _now(),
+            limit,
+            subject_like=subject_like,
+            target_like=target_like,
+        )
     finally:
         store.close()
     from duequeue import output
@@ -353,6 +379,11 @@ def migrate(
         f"{copied.deliveries} deliveries, {copied.dead_letters} dead letters "
         f"from {settings.db} to {safe_url(to)}"
     )
+
+
+# The operator's commands (import, history, retry, cancel, stats, prune, doctor, worker,
+# config) live in their own module and register themselves on `app`.
+from duequeue import cli_ops  # noqa: E402, F401
 
 
 def main() -> None:

@@ -11,22 +11,17 @@ from typing import Any, cast
 import apsw
 
 from duequeue.errors import StoreError
-from duequeue.store import sqlite_ops
 from duequeue.store.base import (
-    Change,
     Claimed,
-    DeadLetter,
     DeliveryRecord,
-    HealthCheck,
     NewReminder,
-    PruneCounts,
     ReminderView,
-    Stats,
     Store,
     Target,
     View,
     WriteBack,
 )
+from duequeue.store.sqlite_ops import OperatorQueries
 
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
@@ -48,8 +43,10 @@ def schema_sql() -> str:
     return files("duequeue").joinpath("schema.sql").read_text(encoding="utf-8")
 
 
-class SQLiteStore(Store):
+class SQLiteStore(OperatorQueries, Store):
     """A Store on one SQLite file."""
+
+    schema_version = SCHEMA_VERSION
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -345,44 +342,6 @@ class SQLiteStore(Store):
         )
         return [DeliveryRecord(*row) for row in rows]
 
-    def dead_letters(self, reminder_id: int) -> list[DeadLetter]:
-        return sqlite_ops.dead_letters(self._conn.cursor(), reminder_id)
-
-    def stats(self, now: int) -> Stats:
-        # One read transaction, so the counts agree with each other.
-        self._conn.execute("BEGIN")
-        try:
-            return sqlite_ops.stats(self._conn.cursor(), now)
-        finally:
-            self._conn.execute("COMMIT")
-
-    def health(self) -> list[HealthCheck]:
-        return sqlite_ops.health(self._conn, str(self.path), SCHEMA_VERSION)
-
-    # -- operator writes --------------------------------------------------------------------
-
-    def add_many(self, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
-        with self._write() as cur:
-            return sqlite_ops.add_many(cur, reminders, now)
-
-    def cancel(self, ids: Sequence[int], now: int) -> list[Change]:
-        with self._write() as cur:
-            return sqlite_ops.cancel(cur, ids, now)
-
-    def retry_dead(self, ids: Sequence[int] | None, now: int) -> list[Change]:
-        with self._write() as cur:
-            return sqlite_ops.retry_dead(cur, ids, now)
-
-    def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:
-        try:
-            with self._write() as cur:
-                counts = sqlite_ops.prune(cur, before)
-                if dry_run:
-                    raise _DryRun(counts)  # rolls the deletions back
-        except _DryRun as undone:
-            counts = undone.counts
-        return counts
-
     @staticmethod
     def _targets(cur: apsw.Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
         found: dict[int, list[Target]] = {}
@@ -432,14 +391,6 @@ class SQLiteStore(Store):
 
 
 Row = tuple[Any, ...]
-
-
-class _DryRun(Exception):
-    """Raised inside a write transaction to roll it back, carrying what it would have done."""
-
-    def __init__(self, counts: PruneCounts) -> None:
-        super().__init__("dry run")
-        self.counts = counts
 
 
 def _upgrade_from_1(cur: apsw.Cursor) -> None:

@@ -1,10 +1,12 @@
 """The operator's queries on SQLite: bulk add, cancel, retry, stats, prune and health.
 
-Each function runs inside a transaction the SQLiteStore opened and gets its cursor; none of them
-opens, commits or reads the clock.
+`OperatorQueries` gives SQLiteStore these Store methods; each opens one transaction and hands its
+cursor to a function below, which never commits or reads the clock.
 """
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 import apsw
@@ -18,6 +20,66 @@ from duequeue.store.base import (
     PruneCounts,
     Stats,
 )
+
+
+class OperatorQueries:
+    """The operator's Store methods, mixed into SQLiteStore (which provides _conn and _write)."""
+
+    path: Path
+    _conn: apsw.Connection
+    schema_version: int
+
+    def _write(self) -> contextlib.AbstractContextManager[apsw.Cursor]:
+        raise NotImplementedError  # pragma: no cover - SQLiteStore's own
+
+    def add_many(self, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
+        with self._write() as cur:
+            return add_many(cur, reminders, now)
+
+    def dead_letters(self, reminder_id: int) -> list[DeadLetter]:
+        return dead_letters(self._conn.cursor(), reminder_id)
+
+    def cancel(self, ids: Sequence[int], now: int) -> list[Change]:
+        with self._write() as cur:
+            return cancel(cur, ids, now)
+
+    def retry_dead(self, ids: Sequence[int] | None, now: int) -> list[Change]:
+        with self._write() as cur:
+            return retry_dead(cur, ids, now)
+
+    def stats(self, now: int) -> Stats:
+        with self._read() as cur:  # one snapshot, so the counts agree with each other
+            return stats(cur, now)
+
+    def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:
+        try:
+            with self._write() as cur:
+                counts = prune(cur, before)
+                if dry_run:
+                    raise _DryRun(counts)  # rolls the deletions back
+        except _DryRun as undone:
+            counts = undone.counts
+        return counts
+
+    def health(self) -> list[HealthCheck]:
+        return health(self._conn, str(self.path), self.schema_version)
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[apsw.Cursor]:
+        self._conn.execute("BEGIN")
+        try:
+            yield self._conn.cursor()
+        finally:
+            self._conn.execute("COMMIT")
+
+
+class _DryRun(Exception):
+    """Raised inside a write transaction to roll it back, carrying what it would have done."""
+
+    def __init__(self, counts: PruneCounts) -> None:
+        super().__init__("dry run")
+        self.counts = counts
+
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -35,18 +97,19 @@ def _ids_json(ids: Sequence[int]) -> str:
 
 def add_many(cur: apsw.Cursor, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
     """Insert reminders and their targets; return (added, skipped existing keys)."""
-    insert = """INSERT INTO reminders (key, subject, body, data, rule_kind, rule, tz, dtstart,
-                    misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (key) DO NOTHING RETURNING id"""
-    targets: list[tuple[int, str, str]] = []
-    added = 0
-    for r in reminders:
-        # The UNIQUE key decides, as in `add`: a key seen before (even earlier in this batch)
-        # inserts nothing and returns no row.
-        row = cur.execute(
-            insert,
+    # Ids are given, not returned one by one, so both inserts run as executemany (about twice as
+    # fast for 100,000 rows). Safe: the transaction holds the write lock, and max(id) + n is the
+    # id SQLite would pick itself. The UNIQUE key still decides, as in `add`: a key seen before,
+    # even earlier in this batch, inserts nothing, and its id is simply left unused.
+    base = int(_fetch(cur, "SELECT coalesce(max(id), 0) FROM reminders")[0][0])
+    cur.executemany(
+        """INSERT INTO reminders (id, key, subject, body, data, rule_kind, rule, tz, dtstart,
+               misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (key) DO NOTHING""",
+        [
             (
+                base + i,
                 r.key,
                 r.subject,
                 r.body,
@@ -60,17 +123,21 @@ def add_many(cur: apsw.Cursor, reminders: Sequence[NewReminder], now: int) -> tu
                 r.fire_at,
                 now,
                 now,
-            ),
-        ).fetchone()
-        if row is None:
-            continue
-        added += 1
-        rid = int(row[0])
-        targets.extend((rid, t.channel, t.address) for t in r.targets)
-    cur.executemany(
-        "INSERT OR IGNORE INTO targets (reminder_id, channel, address) VALUES (?, ?, ?)", targets
+            )
+            for i, r in enumerate(reminders, 1)
+        ],
     )
-    return added, len(reminders) - added
+    added = {int(row[0]) for row in _fetch(cur, "SELECT id FROM reminders WHERE id > ?", (base,))}
+    cur.executemany(
+        "INSERT OR IGNORE INTO targets (reminder_id, channel, address) VALUES (?, ?, ?)",
+        [
+            (base + i, t.channel, t.address)
+            for i, r in enumerate(reminders, 1)
+            if base + i in added
+            for t in r.targets
+        ],
+    )
+    return len(added), len(reminders) - len(added)
 
 
 def dead_letters(cur: apsw.Cursor, reminder_id: int) -> list[DeadLetter]:
