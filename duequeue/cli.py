@@ -370,7 +370,7 @@ def migrate(
 ) -> None:
     """Copy the SQLite database (--db) into an empty PostgreSQL database, ids and all."""
     from duequeue import service
-    from duequeue.store.pg_session import safe_url
+    from duequeue.store import safe_url
 
     settings = _settings(ctx)
     copied = service.migrate(settings.db, to)

@@ -308,7 +308,9 @@ def worker(
         typer.echo(line)
         sys.stdout.flush()
 
-    log(f"worker: ticking every {every} on {settings.db}")
+    from duequeue.store import safe_url
+
+    log(f"worker: ticking every {every} on {safe_url(settings.db)}")
     Worker(interval, one_tick, log).run()
 
 

@@ -152,8 +152,8 @@ def masked(settings: Settings) -> dict[str, Any]:
         value = getattr(settings, f.name)
         if f.name == "webhook_secret" and value:
             value = "whsec_****"
-        elif f.name == "smtp_url" and value:
-            value = _mask_url(value)
+        elif f.name in ("smtp_url", "db") and value:
+            value = _mask_url(value)  # a postgresql:// URL may carry a password too
         out[f.name] = value
     return out
 

@@ -62,7 +62,9 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
             Check("database", False, str(exc), "point --db / DUEQUEUE_DB at duequeue's database")
         ]
     try:
-        return [Check("database", True, f"{db} opens"), *store.health()]
+        from duequeue.store import safe_url
+
+        return [Check("database", True, f"{safe_url(db)} opens"), *store.health()]
     finally:
         store.close()
 

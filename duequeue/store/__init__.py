@@ -1,6 +1,7 @@
 """Stores: where reminders, targets and the delivery ledger live."""
 
 from types import ModuleType
+from urllib.parse import parse_qsl, urlsplit
 
 from duequeue.errors import StoreError
 from duequeue.store.base import Store
@@ -9,6 +10,19 @@ from duequeue.store.base import Store
 def is_postgres_url(db: str) -> bool:
     """Return whether a --db value names a PostgreSQL database rather than an SQLite file."""
     return db.startswith(("postgresql://", "postgres://"))
+
+
+def safe_url(url: str) -> str:
+    """Return a --db value fit to print: a PostgreSQL URL with its password masked."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = user.split(":", 1)[0] + ":****@" + host
+    query = "&".join(
+        f"{k}={'****' if k == 'password' else v}" for k, v in parse_qsl(parts.query, True)
+    )
+    return parts._replace(netloc=netloc, query=query).geturl()
 
 
 def postgres_module() -> ModuleType:

@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 import psycopg
 
 from duequeue.errors import StoreError
+from duequeue.store import safe_url
 
 SCHEMA_VERSION = 2  # as schema.sql's: one version number across both stores
 APPLICATION = "duequeue"
@@ -24,19 +25,6 @@ CONNECT_TIMEOUT_S = 10
 
 T = TypeVar("T")
 Cursor = psycopg.Cursor[tuple[Any, ...]]
-
-
-def safe_url(url: str) -> str:
-    """Return the URL with any password masked, for messages."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = user.split(":", 1)[0] + ":****@" + host
-    query = "&".join(
-        f"{k}={'****' if k == 'password' else v}" for k, v in parse_qsl(parts.query, True)
-    )
-    return parts._replace(netloc=netloc, query=query).geturl()
 
 
 def schema_postgres_sql() -> str:
