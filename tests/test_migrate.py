@@ -28,8 +28,14 @@ def _cli(db: Path | str) -> Cli:
     return Cli(db, T0, env)  # type: ignore[arg-type]
 
 
-def _everything(cli: Cli) -> dict[str, Any]:
-    return {view: cli.inspect(view) for view in ("--all", "--dead", "--pending", "--due")}
+def _everything(cli: Cli, ids: list[int]) -> dict[str, Any]:
+    """What inspect, history and stats print about the database."""
+    shown: dict[str, Any] = {v: cli.inspect(v) for v in ("--all", "--dead", "--pending", "--due")}
+    for rid in ids:
+        shown[f"history {rid}"] = cli("history", str(rid), "--json").json()
+    shown["stats"] = cli("stats", "--json").json()
+    shown["stats"].pop("leased")  # leases are not copied, by design
+    return shown
 
 
 def _ledgers(store: Any, ids: list[int]) -> dict[int, Any]:
@@ -58,7 +64,7 @@ def test_a_migrated_database_reads_the_same_and_goes_on_ticking(
     # A lease of a tick that was still running on the old database: not copied.
     sqlite.claim_due(10**13, 10, 3, 10**9, "old-host")
     ids = [done, daily, dead, later, gone]
-    before, ledgers = _everything(lite), _ledgers(sqlite, ids)
+    before, ledgers = _everything(lite, ids), _ledgers(sqlite, ids)
     sqlite.close()
     assert {r["state"] for r in before["--all"]} == {"done", "pending", "dead", "cancelled"}
 
@@ -67,7 +73,8 @@ def test_a_migrated_database_reads_the_same_and_goes_on_ticking(
     assert run.out.startswith("migrated 5 reminders, 6 targets, 4 deliveries, 1 dead letters ")
 
     pg = _cli(pg_url)
-    assert _everything(pg) == before
+    pg.now = lite.now
+    assert _everything(pg, ids) == before
     from duequeue.store.postgres import PostgresStore
 
     store = PostgresStore(pg_url)
