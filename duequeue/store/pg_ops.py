@@ -27,45 +27,66 @@ _INSERT = """INSERT INTO reminders (key, subject, body, data, rule_kind, rule, t
              ON CONFLICT (key) DO NOTHING RETURNING id"""
 
 
+def _values(r: NewReminder, now: int) -> tuple[Any, ...]:
+    return (
+        r.key,
+        r.subject,
+        r.body,
+        r.data,
+        r.rule_kind,
+        r.rule,
+        r.tz,
+        r.dtstart,
+        r.misfire_grace_ms,
+        r.fire_at,
+        r.fire_at,
+        now,
+        now,
+    )
+
+
+def _insert_targets(cur: Cursor, added: Sequence[tuple[int, NewReminder]]) -> None:
+    """Insert the targets of added reminders in one statement, in their given order."""
+    rows = [(rid, t.channel, t.address) for rid, r in added for t in r.targets]
+    if not rows:
+        return
+    rids, channels, addresses = (list(c) for c in zip(*rows, strict=True))
+    cur.execute(
+        """INSERT INTO targets (reminder_id, channel, address)
+           SELECT rid, c, a FROM unnest(%s::bigint[], %s::text[], %s::text[])
+               WITH ORDINALITY AS t(rid, c, a, n)
+           ORDER BY n ON CONFLICT DO NOTHING""",
+        (rids, channels, addresses),
+    )
+
+
 def insert_reminder(cur: Cursor, r: NewReminder, now: int) -> int | None:
     """Insert one reminder and its targets; return its id, or None if its key exists."""
-    cur.execute(
-        _INSERT,
-        (
-            r.key,
-            r.subject,
-            r.body,
-            r.data,
-            r.rule_kind,
-            r.rule,
-            r.tz,
-            r.dtstart,
-            r.misfire_grace_ms,
-            r.fire_at,
-            r.fire_at,
-            now,
-            now,
-        ),
-    )
+    cur.execute(_INSERT, _values(r, now))
     row = cur.fetchone()
     if row is None:
         return None
     rid = int(row[0])
-    cur.execute(
-        """INSERT INTO targets (reminder_id, channel, address)
-           SELECT %s, c, a FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(c, a, n)
-           ORDER BY n ON CONFLICT DO NOTHING""",
-        (rid, [t.channel for t in r.targets], [t.address for t in r.targets]),
-    )
+    _insert_targets(cur, [(rid, r)])
     return rid
 
 
 def add_many(cur: Cursor, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
     """Insert reminders and their targets; return (added, skipped existing keys)."""
-    # The UNIQUE key decides, as in `add`: a key seen before (even earlier in this batch) inserts
-    # nothing and returns no row.
-    added = sum(insert_reminder(cur, r, now) is not None for r in reminders)
-    return added, len(reminders) - added
+    if not reminders:
+        return 0, 0
+    # Pipelined: one round trip for the batch, not one per reminder. Each statement still runs
+    # in order, so the UNIQUE key decides as in `add`: a key seen before (even earlier in this
+    # batch) inserts nothing and returns no row.
+    cur.executemany(_INSERT, [_values(r, now) for r in reminders], returning=True)
+    added: list[tuple[int, NewReminder]] = []
+    for r in reminders:
+        row = cur.fetchone()
+        if row is not None:
+            added.append((int(row[0]), r))
+        cur.nextset()
+    _insert_targets(cur, added)
+    return len(added), len(reminders) - len(added)
 
 
 def dead_letters(cur: Cursor, reminder_id: int) -> list[DeadLetter]:
