@@ -1,7 +1,6 @@
 """The store contract on PostgreSQL, plus what only the server itself can show."""
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -27,14 +26,6 @@ class TestPostgresStore(StoreContract, OperatorContract):
     @pytest.fixture
     def open_another(self, pg_url: str) -> Callable[[], Store]:
         return lambda: _open(pg_url)
-
-
-def test_the_packaged_postgres_schema_is_the_top_level_schema_postgres_sql() -> None:
-    needs_psycopg()
-    from duequeue.store.pg_session import schema_postgres_sql
-
-    top = Path(__file__).resolve().parent.parent / "schema_postgres.sql"
-    assert schema_postgres_sql() == top.read_text(encoding="utf-8")
 
 
 def test_it_marks_the_schema_with_its_version(pg_url: str) -> None:

@@ -74,6 +74,14 @@ def test_the_packaged_schema_is_the_top_level_schema_sql() -> None:
     assert schema_sql() == top.read_text(encoding="utf-8")
 
 
+def test_the_packaged_postgres_schema_is_the_top_level_schema_postgres_sql() -> None:
+    from importlib.resources import files
+
+    top = Path(__file__).resolve().parent.parent / "schema_postgres.sql"
+    packaged = files("duequeue").joinpath("schema_postgres.sql").read_text(encoding="utf-8")
+    assert packaged == top.read_text(encoding="utf-8")
+
+
 def test_it_refuses_a_file_that_is_not_sqlite_and_leaves_it_untouched(db_path: Path) -> None:
     db_path.write_bytes(b"hello, this is a text file" * 100)
     before = db_path.read_bytes()
