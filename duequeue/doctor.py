@@ -63,6 +63,17 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
         ]
     try:
         return [Check("database", True, f"{db} opens"), *store.health()]
+    except Exception as exc:  # a damaged file can fail the checks themselves: that is the finding
+        return [
+            Check("database", True, f"{db} opens"),
+            Check(
+                "database integrity",
+                False,
+                f"{type(exc).__name__}: {exc}",
+                "stop cron, copy the file, then `sqlite3 FILE '.recover' | sqlite3 NEW` "
+                "and point --db at NEW",
+            ),
+        ]
     finally:
         store.close()
 
