@@ -244,6 +244,7 @@ def prune(
 
 
 @app.command()
+@_errors_to_exit
 def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
     """Check the database, SMTP, the webhook secret and the zone data; exit 1 on a problem."""
     from duequeue import doctor as checks

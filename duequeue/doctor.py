@@ -61,10 +61,22 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
         return [
             Check("database", False, str(exc), "point --db / DUEQUEUE_DB at duequeue's database")
         ]
-    try:
-        from duequeue.store import safe_url
+    from duequeue.store import safe_url
 
-        return [Check("database", True, f"{safe_url(db)} opens"), *store.health()]
+    shown = safe_url(db)  # a postgresql:// URL may carry a password
+    try:
+        return [Check("database", True, f"{shown} opens"), *store.health()]
+    except Exception as exc:  # a damaged file can fail the checks themselves: that is the finding
+        return [
+            Check("database", True, f"{shown} opens"),
+            Check(
+                "database integrity",
+                False,
+                f"{type(exc).__name__}: {exc}",
+                "stop cron, copy the file, then `sqlite3 FILE '.recover' | sqlite3 NEW` "
+                "and point --db at NEW",
+            ),
+        ]
     finally:
         store.close()
 

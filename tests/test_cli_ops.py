@@ -416,3 +416,24 @@ def test_help_lists_the_operator_commands(cli: Cli) -> None:
         assert command in out
     for command in ("worker", "config"):
         assert command in out
+
+
+def test_doctor_reports_a_damaged_database(cli: Cli, db_path: Path, tmp_path: Path) -> None:
+    import apsw
+
+    lines = [json.dumps({"at": "+1h", "webhook": [HOOK], "body": "x" * 500}) for _ in range(300)]
+    f = tmp_path / "many.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    assert cli("import", str(f)).code == 0
+    conn = apsw.Connection(str(db_path))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = conn.execute("PRAGMA page_size").fetchall()[0][0]
+    conn.close()
+    with db_path.open("r+b") as raw:  # scribble over a page in the middle of the reminders
+        raw.seek(page_size * 20 + 100)
+        raw.write(b"\xff" * 2000)
+    r = cli("doctor", "--json")
+    assert r.code == 1
+    failed = {c["name"]: c for c in r.json()["checks"] if not c["ok"]}
+    assert "database integrity" in failed
+    assert ".recover" in failed["database integrity"]["fix"]

@@ -12,6 +12,7 @@ rerun_on_postgres(
         # SQLite-only: the journal-mode check, and a missing database file
         "test_doctor_passes_against_a_real_smtp_server_and_sends_nothing",
         "test_doctor_reports_a_missing_database_without_creating_it",
+        "test_doctor_reports_a_damaged_database",
     },
 )
 
