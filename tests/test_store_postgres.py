@@ -125,3 +125,29 @@ def test_health_reports_a_missing_sent_once_index_with_a_fix(pg_url: str) -> Non
         assert check.fix is not None
     finally:
         store.close()
+
+
+def _terminate(store: Store, url: str) -> None:
+    pid = store.session.conn.info.backend_pid  # type: ignore[attr-defined]
+    with admin_connect(url) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def test_after_a_dropped_connection_a_keyed_add_is_repeated_and_a_keyless_one_is_not(
+    pg_url: str,
+) -> None:
+    from tests.store_contract import NOW, reminder
+
+    store = _open(pg_url)
+    try:
+        _terminate(store, pg_url)
+        # Without a key, repeating could add the reminder twice: say so instead.
+        with pytest.raises(StoreError, match=r"lost the connection .* during add"):
+            store.add(reminder(), NOW)
+        assert store.list_view("all", NOW) == []  # the store reconnects for the next call
+        _terminate(store, pg_url)
+        rid, created = store.add(reminder(key="k"), NOW)
+        assert created
+        assert [v.id for v in store.list_view("all", NOW)] == [rid]
+    finally:
+        store.close()
