@@ -14,6 +14,8 @@ def is_postgres_url(db: str) -> bool:
 
 def safe_url(url: str) -> str:
     """Return a --db value fit to print: a PostgreSQL URL with its password masked."""
+    if not is_postgres_url(url):
+        return url  # a file path, shown as given
     parts = urlsplit(url)
     netloc = parts.netloc
     if parts.password is not None:

@@ -105,9 +105,9 @@ class Session:
         try:
             return psycopg.connect(self.url, **kwargs)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to PostgreSQL {self.where}: {self._line(exc)}") from (
-                None
-            )
+            raise StoreError(
+                f"cannot connect to PostgreSQL {self.where}: {self._line(exc)}"
+            ) from exc
 
     def _line(self, exc: BaseException) -> str:
         """Return the first line of an error, with any password masked."""
