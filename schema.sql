@@ -1,4 +1,4 @@
--- duequeue schema, version 1 (SQLite). The single source of truth: applied on first use of a
+-- duequeue schema, version 2 (SQLite). The single source of truth: applied on first use of a
 -- database and shipped inside the wheel. Every time is INTEGER unix milliseconds UTC.
 
 -- 'dque': marks the file as ours, so a foreign SQLite database is refused instead of altered.
@@ -68,7 +68,8 @@ CREATE TABLE dead_letters (
     error_count INTEGER NOT NULL,
     last_error  TEXT,
     dead_at     INTEGER NOT NULL,
+    retried_at  INTEGER,  -- version 2: set when `retry` re-arms the fire; NULL if it dies again
     UNIQUE (reminder_id, fire_at)
 );
 
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;

@@ -260,6 +260,25 @@ def inspect(
         int | None,
         typer.Option(metavar="N", min=1, help="Show at most this many.", show_default=False),
     ] = None,
+    subject_like: Annotated[
+        str | None,
+        typer.Option(
+            "--subject-like",
+            metavar="PATTERN",
+            help="Only subjects matching this SQL LIKE pattern (% any run, _ one character; "
+            "ASCII case-insensitive), e.g. '%rent%'.",
+            show_default=False,
+        ),
+    ] = None,
+    target_like: Annotated[
+        str | None,
+        typer.Option(
+            "--target-like",
+            metavar="PATTERN",
+            help="Only reminders with a target address matching this LIKE pattern.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
 ) -> None:
     """List dead-lettered, due, pending or all reminders as a table or JSON."""
@@ -277,7 +296,14 @@ def inspect(
     settings = _settings(ctx)
     store = _store(settings)
     try:
-        views = service.inspect(store, view, _now(), limit)  # type: ignore[arg-type]
+        views = service.inspect(
+            store,
+            view,  # type: ignore[arg-type]
+            _now(),
+            limit,
+            subject_like=subject_like,
+            target_like=target_like,
+        )
     finally:
         store.close()
     from duequeue import output
@@ -325,6 +351,11 @@ def next_(
         typer.echo(f"reminder {view.id} is {view.state}: no further fires")
     else:
         typer.echo(output.fires_text(view.tz, fires))
+
+
+# The operator's commands (import, history, retry, cancel, stats, prune, doctor, worker,
+# config) live in their own module and register themselves on `app`.
+from duequeue import cli_ops  # noqa: E402, F401
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from duequeue import validate
 from duequeue.config import Settings
 from duequeue.errors import BadInputError, NotFoundError
 from duequeue.store.base import NewReminder, NewTarget, ReminderView, Store, View
-from duequeue.timefmt import from_ms, to_ms
+from duequeue.timefmt import from_ms, parse_duration, to_ms
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,7 +39,6 @@ def build_reminder(
 ) -> tuple[NewReminder, "Rule | None"]:
     """Validate an add request into a reminder ready to store, and its rule if recurring."""
     from duequeue import schedule
-    from duequeue.timefmt import parse_duration
 
     if req.rrule is not None and req.cron is not None:
         raise BadInputError("--rrule/--cron: give one recurrence, not both")
@@ -130,6 +129,16 @@ def run_tick(
     return tick(store, to_ms(now), options, clock)
 
 
-def inspect(store: Store, view: View, now: datetime, limit: int | None) -> list[ReminderView]:
-    """List reminders (or dead fires) for the chosen view."""
-    return store.list_view(view, to_ms(now), limit)
+def inspect(
+    store: Store,
+    view: View,
+    now: datetime,
+    limit: int | None,
+    *,
+    subject_like: str | None = None,
+    target_like: str | None = None,
+) -> list[ReminderView]:
+    """List reminders (or dead fires) for the chosen view, filtered by LIKE patterns."""
+    return store.list_view(
+        view, to_ms(now), limit, subject_like=subject_like, target_like=target_like
+    )

@@ -161,7 +161,9 @@ class _Run:
         import asyncio
 
         lateness = self.now - row.fire_at
-        if row.misfire_grace_ms is not None and lateness > row.misfire_grace_ms:
+        # A re-armed dead fire goes out however late: an operator asked for it (`retry`).
+        grace = None if row.rearmed else row.misfire_grace_ms
+        if grace is not None and lateness > grace:
             try:
                 self._write(_skip(row, self.now), "skipped")
             except BrokenRuleError as exc:
@@ -353,7 +355,8 @@ def _advance(row: Claimed, now: int) -> tuple[int | None, int]:
     after = from_ms(max(now, row.fire_at))
     try:
         nxt = schedule.next_fire(rule, after)
-        skipped = schedule.count_fires(rule, from_ms(row.fire_at), after)
+        # The fires between a re-armed dead fire and now were each handled in their turn.
+        skipped = 0 if row.rearmed else schedule.count_fires(rule, from_ms(row.fire_at), after)
     except (DuequeueError, ValueError) as exc:
         raise BrokenRuleError(f"cannot compute the next fire: {exc}") from exc
     return (None if nxt is None else to_ms(nxt)), skipped

@@ -6,6 +6,7 @@ nothing.
 
 import json
 import re
+from typing import Any
 from urllib.parse import urlsplit
 
 from duequeue.errors import BadInputError
@@ -73,6 +74,11 @@ def data(text: str | None) -> str | None:
         value = json.loads(text)
     except ValueError as exc:
         raise BadInputError(f"--data: not valid JSON ({exc})") from None
+    return data_value(value)
+
+
+def data_value(value: Any) -> str:
+    """Return an already parsed JSON value in canonical compact form, or raise."""
     compact = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     if len(compact.encode("utf-8")) > MAX_DATA:
         raise BadInputError(f"--data: larger than {MAX_DATA} bytes")

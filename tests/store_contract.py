@@ -6,7 +6,18 @@ A backend's test class inherits StoreContract and provides a `store` fixture.
 import threading
 from collections.abc import Callable
 
-from duequeue.store.base import DeliveryRecord, NewReminder, NewTarget, Store, WriteBack
+import pytest
+
+from duequeue.errors import NotFoundError
+from duequeue.store.base import (
+    Change,
+    DeliveryRecord,
+    NewReminder,
+    NewTarget,
+    PruneCounts,
+    Store,
+    WriteBack,
+)
 
 NOW = 1_800_000_000_000
 MIN = 60_000
@@ -19,9 +30,10 @@ def reminder(
     key: str | None = None,
     targets: tuple[NewTarget, ...] = (NewTarget("webhook", "http://127.0.0.1:9/h"),),
     rule: str | None = None,
+    subject: str = "s",
 ) -> NewReminder:
     return NewReminder(
-        subject="s",
+        subject=subject,
         body="b",
         data='{"k":1}',
         tz="UTC",
@@ -232,3 +244,255 @@ class StoreContract:
         every = [rid for mine in taken for rid in mine]
         assert len(every) == 200
         assert len(set(every)) == 200
+
+
+DAY = 24 * 60 * MIN
+
+
+def dead_one_shot(store: Store, fire_at: int = NOW, **kw: object) -> int:
+    """Add a one-shot, fail its only attempt for good, and dead-letter it at fire_at + 1."""
+    rid, _ = store.add(reminder(fire_at, **kw), fire_at)  # type: ignore[arg-type]
+    (claim,) = store.claim_due(fire_at, 10, 3, LEASE, "t")
+    records = [
+        DeliveryRecord(rid, t.id, fire_at, "permanent", "HTTP 410", 1, fire_at + 1)
+        for t in claim.targets
+    ]
+    store.record(records)
+    dead = WriteBack(rid, fire_at, None, None, 1, "HTTP 410", "dead", dead_letter=True)
+    assert store.write_back("t", fire_at + 1, [dead]) == 1
+    return rid
+
+
+class OperatorContract:
+    """The operator's store methods: bulk add, cancel, retry, filters, stats, prune, health."""
+
+    def test_add_many_adds_all_and_skips_existing_keys_once(self, store: Store) -> None:
+        store.add(reminder(key="old"), NOW)
+        two = (NewTarget("email", "a@example.com"), NewTarget("webhook", "http://127.0.0.1/x"))
+        batch = [
+            reminder(key="old"),
+            reminder(NOW + MIN, key="new", targets=two),
+            reminder(NOW + 2 * MIN),
+            reminder(NOW + 3 * MIN, key="new"),  # a duplicate inside the batch
+        ]
+        assert store.add_many(batch, NOW) == (2, 2)
+        rows = store.list_view("all", NOW)
+        assert [(v.key, v.next_fire_at) for v in rows] == [
+            ("old", NOW),
+            ("new", NOW + MIN),
+            (None, NOW + 2 * MIN),
+        ]
+        assert [(t.channel, t.address) for t in rows[1].targets] == [
+            ("email", "a@example.com"),
+            ("webhook", "http://127.0.0.1/x"),
+        ]
+        assert store.add_many(batch, NOW) == (1, 3)  # the keyless one has nothing to match
+        assert store.add_many([], NOW) == (0, 0)
+
+    def test_list_view_filters_by_subject_and_target_like_patterns(self, store: Store) -> None:
+        hook = (NewTarget("webhook", "http://hooks.example.com/rent"),)
+        mail = (NewTarget("email", "Ann@Example.com"),)
+        rent, _ = store.add(reminder(subject="Pay RENT", targets=hook), NOW)
+        dentist, _ = store.add(reminder(subject="dentist", targets=mail), NOW)
+        ids = lambda **kw: [v.id for v in store.list_view("all", NOW, **kw)]  # noqa: E731
+        assert ids(subject_like="%rent%") == [rent]
+        assert ids(subject_like="dent_st") == [dentist]
+        assert ids(subject_like="rent") == []  # a pattern, not a substring
+        assert ids(target_like="%ann@example.com") == [dentist]
+        assert ids(target_like="%/rent") == [rent]
+        assert ids(subject_like="%rent%", target_like="%ann%") == []
+        assert [v.id for v in store.list_view("pending", NOW, target_like="%hooks%")] == [rent]
+
+    def test_cancel_parks_a_row_for_good_and_only_all_lists_it(self, store: Store) -> None:
+        rid, _ = store.add(reminder(NOW - MIN), NOW)
+        keep, _ = store.add(reminder(NOW - MIN), NOW)
+        assert store.cancel([rid], NOW) == [Change(rid)]
+        assert [c.id for c in store.claim_due(NOW + DAY, 10, 3, LEASE, "a")] == [keep]
+        view = store.get(rid)
+        assert view is not None
+        assert (view.state, view.next_fire_at) == ("cancelled", None)
+        assert [v.id for v in store.list_view("due", NOW)] == [keep]
+        assert [v.id for v in store.list_view("pending", NOW)] == [keep]
+        assert [v.id for v in store.list_view("all", NOW)] == [rid, keep]
+        assert store.cancel([rid], NOW) == [Change(rid, skipped="already cancelled")]
+
+    def test_cancel_skips_a_finished_row(self, store: Store) -> None:
+        rid, _ = store.add(reminder(), NOW)
+        store.claim_due(NOW, 10, 3, LEASE, "a")
+        store.write_back("a", NOW, [advanced(rid, NOW, None)])
+        (change,) = store.cancel([rid], NOW)
+        assert change.skipped is not None
+        view = store.get(rid)
+        assert view is not None
+        assert view.state == "done"
+
+    def test_cancel_of_an_unknown_id_writes_nothing(self, store: Store) -> None:
+        rid, _ = store.add(reminder(), NOW)
+        with pytest.raises(NotFoundError, match="999"):
+            store.cancel([rid, 999], NOW)
+        view = store.get(rid)
+        assert view is not None
+        assert view.state == "pending"
+
+    def test_cancel_wins_over_a_tick_holding_the_row(self, store: Store) -> None:
+        rid, _ = store.add(reminder(rule="FREQ=DAILY"), NOW)
+        store.claim_due(NOW, 10, 3, LEASE, "tick")
+        assert store.cancel([rid], NOW + 1) == [Change(rid)]
+        assert store.write_back("tick", NOW + 2, [advanced(rid, NOW, NOW + DAY)]) == 0
+        view = store.get(rid)
+        assert view is not None
+        assert (view.state, view.next_fire_at) == ("cancelled", None)
+        assert store.claim_due(NOW + 2 * DAY, 10, 3, LEASE, "b") == []
+
+    def test_retry_rearms_a_dead_one_shot_due_now_and_forgets_old_refusals(
+        self, store: Store
+    ) -> None:
+        two = (NewTarget("email", "a@example.com"), NewTarget("webhook", "http://127.0.0.1/x"))
+        rid, _ = store.add(reminder(targets=two), NOW)
+        (claim,) = store.claim_due(NOW, 10, 3, LEASE, "t")
+        email, hook = claim.targets
+        store.record(
+            [
+                DeliveryRecord(rid, email.id, NOW, "sent", None, 1, NOW + 1),
+                DeliveryRecord(rid, hook.id, NOW, "permanent", "HTTP 404", 1, NOW + 1),
+            ]
+        )
+        dead = WriteBack(rid, NOW, None, None, 1, "HTTP 404", "dead", dead_letter=True)
+        store.write_back("t", NOW + 2, [dead])
+        later = NOW + DAY
+        assert store.retry_dead([rid], later) == [Change(rid, fire_at=NOW)]
+
+        assert store.list_view("dead", later) == []
+        view = store.get(rid)
+        assert view is not None
+        assert (view.state, view.fire_at, view.next_fire_at, view.error_count) == (
+            "pending",
+            NOW,
+            later,
+            0,
+        )
+        (again,) = store.claim_due(later, 10, 3, LEASE, "u")
+        assert (again.fire_at, again.rearmed) == (NOW, True)
+        assert again.sent == frozenset({email.id})  # never sent twice
+        assert again.permanent == frozenset()  # the 404 came before the retry
+        (letter,) = store.dead_letters(rid)
+        assert (letter.fire_at, letter.retried_at, letter.last_error) == (NOW, later, "HTTP 404")
+
+    def test_a_retried_fire_that_dies_again_is_listed_again(self, store: Store) -> None:
+        rid = dead_one_shot(store)
+        store.retry_dead([rid], NOW + MIN)
+        store.claim_due(NOW + MIN, 10, 3, LEASE, "t")
+        dead = WriteBack(rid, NOW, None, None, 3, "HTTP 500", "dead", dead_letter=True)
+        assert store.write_back("t", NOW + 2 * MIN, [dead]) == 1
+        (view,) = store.list_view("dead", NOW + 2 * MIN)
+        assert (view.id, view.dead_fire_at, view.last_error) == (rid, NOW, "HTTP 500")
+        (letter,) = store.dead_letters(rid)
+        assert letter.retried_at is None
+        later = store.claim_due(NOW + 3 * MIN, 10, 3, LEASE, "u")
+        assert later == []  # parked again until the next retry
+
+    def test_retry_of_a_recurring_row_rearms_its_oldest_dead_fire_once(self, store: Store) -> None:
+        rid, _ = store.add(reminder(rule="FREQ=DAILY"), NOW)
+        for day in (0, 1):  # two daily fires die; the row moves on each time
+            fire = NOW + day * DAY
+            store.claim_due(fire, 10, 3, LEASE, "t")
+            dead = WriteBack(rid, fire, fire + DAY, fire + DAY, 0, "HTTP 500", "pending", True)
+            assert store.write_back("t", fire + 1, [dead]) == 1
+        now = NOW + DAY + 2 * MIN  # the pending fire is tomorrow's
+        assert store.retry_dead(None, now) == [Change(rid, fire_at=NOW)]
+        (claim,) = store.claim_due(now, 10, 3, LEASE, "t")
+        assert (claim.fire_at, claim.rearmed) == (NOW, True)
+        store.release("t", [rid], now)
+        # The re-armed fire is pending: a second retry must not drop it for the next dead one.
+        (busy,) = store.retry_dead([rid], now)
+        assert (busy.fire_at, busy.skipped is not None) == (None, True)
+        assert [v.dead_fire_at for v in store.list_view("dead", now)] == [NOW + DAY]
+
+    def test_retry_skips_rows_without_a_dead_fire_and_cancelled_ones(self, store: Store) -> None:
+        fine, _ = store.add(reminder(NOW + DAY), NOW)
+        gone = dead_one_shot(store)
+        store.cancel([gone], NOW + MIN)
+        changes = store.retry_dead([fine, gone], NOW + MIN)
+        assert [(c.reminder_id, c.fire_at) for c in changes] == [(fine, None), (gone, None)]
+        assert all(c.skipped for c in changes)
+        assert store.retry_dead(None, NOW + MIN) == []  # cancelled rows are not "all dead"
+        with pytest.raises(NotFoundError):
+            store.retry_dead([fine, 999], NOW)
+
+    def test_retry_skips_a_row_a_tick_holds(self, store: Store) -> None:
+        rid = dead_one_shot(store)
+        store.retry_dead([rid], NOW + MIN)
+        store.claim_due(NOW + MIN, 10, 3, LEASE, "t")
+        (change,) = store.retry_dead([rid], NOW + MIN)
+        assert change.skipped is not None
+
+    def test_stats_count_states_due_rows_and_recent_deliveries(self, store: Store) -> None:
+        due, _ = store.add(reminder(NOW - 5 * MIN), NOW)
+        store.add(reminder(NOW - MIN), NOW)
+        store.add(reminder(NOW + MIN), NOW)
+        gone, _ = store.add(reminder(NOW + MIN), NOW)
+        store.cancel([gone], NOW)
+        dead = dead_one_shot(store, NOW - 2 * DAY)
+        (claim,) = store.claim_due(NOW, 1, 3, LEASE, "t")
+        tid = claim.targets[0].id
+        store.record(
+            [
+                DeliveryRecord(due, tid, NOW - 5 * MIN, "failed", "HTTP 500", 1, NOW - 2 * MIN),
+                DeliveryRecord(due, tid, NOW - 5 * MIN, "sent", None, 2, NOW - 2 * HOUR),
+            ]
+        )
+        s = store.stats(NOW)
+        assert (s.pending, s.done, s.dead, s.cancelled) == (3, 0, 1, 1)
+        assert (s.due, s.retrying, s.leased, s.dead_letters) == (2, 0, 1, 1)
+        assert s.oldest_due_at == NOW - 5 * MIN
+        assert (s.sent_last_hour, s.failed_last_hour) == (0, 1)
+        assert (s.sent_last_day, s.failed_last_day) == (1, 1)  # the 410 is two days old
+        assert store.dead_letters(dead)[0].fire_at == NOW - 2 * DAY
+
+    def test_prune_drops_old_finished_rows_and_ledger_but_nothing_still_deliverable(
+        self, store: Store
+    ) -> None:
+        old = NOW - 40 * DAY
+        done, _ = store.add(reminder(old), old)
+        store.claim_due(old, 10, 3, LEASE, "t")
+        (t,) = store.get(done).targets  # type: ignore[union-attr]
+        store.record([DeliveryRecord(done, t.id, old, "sent", None, 1, old)])
+        store.write_back("t", old, [advanced(done, old, None)])
+        gone, _ = store.add(reminder(NOW + DAY), old)
+        store.cancel([gone], old)
+        dead = dead_one_shot(store, old)  # undelivered: kept with its ledger
+        daily, _ = store.add(reminder(old, rule="FREQ=DAILY"), old)
+        (claim,) = store.claim_due(old, 10, 3, LEASE, "t")
+        store.record([DeliveryRecord(daily, claim.targets[0].id, old, "sent", None, 1, old)])
+        store.write_back("t", old, [advanced(daily, old, NOW + DAY)])
+        fresh, _ = store.add(reminder(NOW - DAY), NOW - DAY)
+        store.cancel([fresh], NOW - DAY)  # cancelled, but not long ago
+
+        before = NOW - 30 * DAY
+        expected = PruneCounts(deliveries=2, done=1, cancelled=1, dead_letters=0)
+        assert store.prune(before, dry_run=True) == expected
+        assert len(store.list_view("all", NOW)) == 5
+        assert store.prune(before) == expected
+        assert [v.id for v in store.list_view("all", NOW)] == [dead, daily, fresh]
+        assert [d.outcome for d in store.deliveries(dead)] == ["permanent"]
+        assert store.deliveries(daily) == []  # an old fire of a row that moved on
+        assert store.prune(before) == PruneCounts(0, 0, 0, 0)
+
+    def test_prune_keeps_the_ledger_of_a_pending_fire(self, store: Store) -> None:
+        old = NOW - 40 * DAY
+        two = (NewTarget("email", "a@example.com"), NewTarget("webhook", "http://127.0.0.1/x"))
+        rid, _ = store.add(reminder(old, targets=two), old)
+        (claim,) = store.claim_due(old, 10, 3, LEASE, "t")
+        store.record([DeliveryRecord(rid, claim.targets[0].id, old, "sent", None, 1, old)])
+        store.release("t", [rid], old)
+        assert store.prune(NOW - 30 * DAY).deliveries == 0
+        (again,) = store.claim_due(NOW, 10, 3, LEASE, "u")
+        assert again.sent == frozenset({claim.targets[0].id})
+
+    def test_health_is_all_ok_on_a_fresh_store(self, store: Store) -> None:
+        checks = store.health()
+        assert checks
+        assert all(c.ok and c.fix is None for c in checks), checks
+
+
+HOUR = 60 * MIN

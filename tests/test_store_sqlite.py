@@ -11,10 +11,10 @@ import pytest
 from duequeue.errors import StoreError
 from duequeue.store.base import Store
 from duequeue.store.sqlite import SQLiteStore, schema_sql
-from tests.store_contract import StoreContract
+from tests.store_contract import OperatorContract, StoreContract
 
 
-class TestSQLiteStore(StoreContract):
+class TestSQLiteStore(StoreContract, OperatorContract):
     @pytest.fixture
     def store(self, db_path: Path) -> Iterator[Store]:
         s = SQLiteStore(db_path)
@@ -31,7 +31,42 @@ def test_it_creates_the_database_owner_only_in_wal_mode(db_path: Path) -> None:
     assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
     conn = apsw.Connection(str(db_path))
     assert conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
-    assert conn.execute("PRAGMA user_version").fetchall() == [(1,)]
+    assert conn.execute("PRAGMA user_version").fetchall() == [(2,)]
+
+
+def test_it_upgrades_a_version_1_database_in_place(db_path: Path) -> None:
+    v1 = schema_sql().replace("PRAGMA user_version = 2", "PRAGMA user_version = 1")
+    v1 = "\n".join(line for line in v1.splitlines() if "retried_at" not in line)
+    conn = apsw.Connection(str(db_path))
+    conn.execute(v1)
+    conn.execute(
+        """INSERT INTO reminders (subject, body, tz, dtstart, created_at, updated_at)
+           VALUES ('kept', '', 'UTC', 0, 0, 0)"""
+    )
+    conn.close()
+    store = SQLiteStore(db_path)
+    try:
+        assert [v.subject for v in store.list_view("all", 0)] == ["kept"]
+        assert store.dead_letters(1) == []
+        assert all(c.ok for c in store.health())
+    finally:
+        store.close()
+    conn = apsw.Connection(str(db_path))
+    assert conn.execute("PRAGMA user_version").fetchall() == [(2,)]
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(dead_letters)")]
+    assert columns[-1] == "retried_at"
+
+
+def test_health_reports_a_wrong_journal_mode_with_a_fix(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    try:
+        store._conn.execute("PRAGMA journal_mode = DELETE")
+        (journal,) = [c for c in store.health() if c.name == "database journal"]
+        assert (journal.ok, journal.detail) == (False, "journal_mode=delete")
+        assert journal.fix is not None
+        assert "WAL" in journal.fix
+    finally:
+        store.close()
 
 
 def test_the_packaged_schema_is_the_top_level_schema_sql() -> None:

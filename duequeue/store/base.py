@@ -65,8 +65,12 @@ class Claimed:
     error_count: int
     targets: tuple[Target, ...]
     sent: frozenset[int] = frozenset()  # target ids already recorded as sent for fire_at
-    permanent: frozenset[int] = frozenset()  # target ids that failed for good for fire_at
+    # target ids that failed for good for fire_at since the fire was last re-armed by `retry`
+    permanent: frozenset[int] = frozenset()
     attempts: dict[int, int] = field(default_factory=dict)  # target id -> attempts so far
+    # fire_at is a dead fire an operator re-armed (`retry`): it goes out however late it is, and
+    # the fires between it and now were handled already, so none of them counts as skipped.
+    rearmed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,66 @@ class ReminderView:
     dtstart: int | None = None  # the --at instant, the RRULE's DTSTART
 
 
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """One dead fire of a reminder; `retried_at` is set once `retry` re-armed it."""
+
+    reminder_id: int
+    fire_at: int
+    error_count: int
+    last_error: str | None
+    dead_at: int
+    retried_at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What `cancel` or `retry_dead` did to one reminder: applied, or skipped with a reason."""
+
+    reminder_id: int
+    fire_at: int | None = None  # retry: the dead fire re-armed
+    skipped: str | None = None  # why nothing was changed; None when applied
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Counts for `stats`, taken at one instant."""
+
+    pending: int  # rows with a next fire
+    done: int
+    dead: int  # dead one-shots (parked)
+    cancelled: int
+    due: int  # pending rows whose next_fire_at <= now
+    retrying: int  # pending rows backing off after failures
+    leased: int  # rows a tick holds right now
+    dead_letters: int  # dead fires not retried, of rows not cancelled (what inspect --dead lists)
+    oldest_due_at: int | None  # the smallest next_fire_at among due rows
+    sent_last_hour: int
+    failed_last_hour: int  # ledger rows `failed` or `permanent`
+    sent_last_day: int
+    failed_last_day: int
+
+
+@dataclass(frozen=True, slots=True)
+class PruneCounts:
+    """What `prune` removed (or would remove, on a dry run)."""
+
+    deliveries: int  # ledger rows, including those of the removed reminders
+    done: int  # finished one-shots and ended rules
+    cancelled: int
+    dead_letters: int  # retried or moot dead letters of the removed reminders
+
+
+@dataclass(frozen=True, slots=True)
+class HealthCheck:
+    """One check `doctor` runs on the store: ok or a problem, and how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
 class Store(ABC):
     """The persistence contract of duequeue.
 
@@ -161,8 +225,21 @@ class Store(ABC):
         """Drop `owner`'s lease on rows it did not finish, so the next tick takes them."""
 
     @abstractmethod
-    def list_view(self, view: View, now: int, limit: int | None = None) -> list[ReminderView]:
-        """List reminders for `inspect`: dead fires, due, pending, or all rows."""
+    def list_view(
+        self,
+        view: View,
+        now: int,
+        limit: int | None = None,
+        *,
+        subject_like: str | None = None,
+        target_like: str | None = None,
+    ) -> list[ReminderView]:
+        """List reminders for `inspect`: dead fires, due, pending, or all rows.
+
+        Only `all` includes cancelled rows; `dead` lists dead fires not yet retried. The filters
+        are SQL LIKE patterns (`%` any run, `_` one character), case-insensitive for ASCII:
+        `subject_like` on the subject, `target_like` on any target's address.
+        """
 
     @abstractmethod
     def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
@@ -171,6 +248,59 @@ class Store(ABC):
     @abstractmethod
     def get(self, reminder_id: int) -> ReminderView | None:
         """Return one reminder, or None when no row has that id."""
+
+    @abstractmethod
+    def add_many(self, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
+        """Insert reminders with their targets in one transaction; return (added, skipped).
+
+        A reminder whose key already exists (in the store or earlier in the batch) is skipped,
+        as `add` does; any other failure writes nothing.
+        """
+
+    @abstractmethod
+    def dead_letters(self, reminder_id: int) -> list[DeadLetter]:
+        """Return every dead letter of a reminder, retried ones too, oldest fire first."""
+
+    @abstractmethod
+    def cancel(self, ids: Sequence[int], now: int) -> list[Change]:
+        """Mark reminders cancelled (next_fire_at NULL, lease dropped) so they never fire again.
+
+        Dropping the lease makes a running tick's write-back of the row fail, so cancellation
+        wins over it. Rows already cancelled or finished (done) are skipped with a reason.
+        Raise NotFoundError, writing nothing, if an id names no reminder.
+        """
+
+    @abstractmethod
+    def retry_dead(self, ids: Sequence[int] | None, now: int) -> list[Change]:
+        """Re-arm dead fires: the row's pending fire becomes its oldest dead fire not yet
+        retried, due at `now` with error_count 0, and that dead letter gets retried_at = now.
+
+        `ids` None means every reminder with such a dead letter. A row is skipped with a reason
+        when it has no dead fire to retry, is cancelled, is leased by a tick, or has a pending
+        fire already due (a recurring row's regular fire, or a fire re-armed before): re-arming
+        then would drop that fire. Raise NotFoundError, writing nothing, if an id names no
+        reminder. A later claim of the re-armed fire has `rearmed` set and ignores `permanent`
+        outcomes recorded before the retry; targets already `sent` stay sent.
+        """
+
+    @abstractmethod
+    def stats(self, now: int) -> Stats:
+        """Count rows by state, due rows and recent ledger outcomes at instant `now`."""
+
+    @abstractmethod
+    def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:
+        """Delete what finished before `before`; return the counts (nothing deleted on dry_run).
+
+        Removed: ledger rows recorded before `before`, except those of a fire that may still be
+        delivered (a row's pending fire, a dead fire not yet retried), which keep it from being
+        sent twice; done rows finished before `before` that hold no dead fire awaiting retry;
+        cancelled rows cancelled before `before`, with their ledger and dead letters. Never
+        pending rows, dead one-shots, or dead fires not yet retried of rows not cancelled.
+        """
+
+    @abstractmethod
+    def health(self) -> list[HealthCheck]:
+        """Check the database itself (schema version, integrity, journal mode) for `doctor`."""
 
     @abstractmethod
     def close(self) -> None:

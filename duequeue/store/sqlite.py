@@ -21,8 +21,9 @@ from duequeue.store.base import (
     View,
     WriteBack,
 )
+from duequeue.store.sqlite_ops import OperatorQueries
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
 BUSY_TIMEOUT_MS = 5000
 
@@ -42,8 +43,10 @@ def schema_sql() -> str:
     return files("duequeue").joinpath("schema.sql").read_text(encoding="utf-8")
 
 
-class SQLiteStore(Store):
+class SQLiteStore(OperatorQueries, Store):
     """A Store on one SQLite file."""
+
+    schema_version = SCHEMA_VERSION
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -90,6 +93,9 @@ class SQLiteStore(Store):
                     if tables:
                         raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
                     cur.execute(schema_sql())
+                    return
+                if version == 1 and app_id == APPLICATION_ID:
+                    _upgrade_from_1(cur)
                     return
         except apsw.NotADBError as exc:
             raise StoreError(f"{self.path} is not an SQLite database") from exc
@@ -176,10 +182,12 @@ class SQLiteStore(Store):
             # RETURNING gives no order; the tick wants the oldest due first.
             rows.sort(key=lambda row: (row[11], row[0]))
             targets = self._targets(cur, [int(row[0]) for row in rows])
+            retried = self._retried(cur, [int(row[0]) for row in rows])
             claimed = []
             for row in rows:
                 rid, fire_at = int(row[0]), int(row[9])
-                sent, permanent, attempts = self._ledger_state(cur, rid, fire_at)
+                retried_at = retried.get((rid, fire_at))
+                sent, permanent, attempts = self._ledger_state(cur, rid, fire_at, retried_at)
                 claimed.append(
                     Claimed(
                         id=rid,
@@ -197,6 +205,7 @@ class SQLiteStore(Store):
                         sent=sent,
                         permanent=permanent,
                         attempts=attempts,
+                        rearmed=retried_at is not None,
                     )
                 )
         return claimed
@@ -255,7 +264,8 @@ class SQLiteStore(Store):
                            VALUES (?, ?, ?, ?, ?)
                            ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
                                error_count = excluded.error_count,
-                               last_error = excluded.last_error, dead_at = excluded.dead_at""",
+                               last_error = excluded.last_error, dead_at = excluded.dead_at,
+                               retried_at = NULL""",
                         (w.reminder_id, w.fire_at, w.error_count, w.last_error, now),
                     )
         return applied
@@ -273,29 +283,42 @@ class SQLiteStore(Store):
 
     # -- reads ------------------------------------------------------------------------------
 
-    def list_view(self, view: View, now: int, limit: int | None = None) -> list[ReminderView]:
+    def list_view(
+        self,
+        view: View,
+        now: int,
+        limit: int | None = None,
+        *,
+        subject_like: str | None = None,
+        target_like: str | None = None,
+    ) -> list[ReminderView]:
         cur = self._conn.cursor()
         lim = -1 if limit is None else limit
+        # NULL patterns match everything; LIKE is case-insensitive for ASCII in SQLite.
+        filters = """(:subject IS NULL OR r.subject LIKE :subject)
+            AND (:target IS NULL OR EXISTS (SELECT 1 FROM targets t
+                 WHERE t.reminder_id = r.id AND t.address LIKE :target))"""
+        args = {"now": now, "lim": lim, "subject": subject_like, "target": target_like}
         if view == "dead":
             rows = _fetch(
                 cur,
                 f"""SELECT {_VIEW_COLUMNS}, d.fire_at, d.error_count, d.last_error, d.dead_at
                     FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
-                    WHERE r.cancelled_at IS NULL
-                    ORDER BY d.dead_at, d.id LIMIT ?""",
-                (lim,),
+                    WHERE r.cancelled_at IS NULL AND d.retried_at IS NULL AND {filters}
+                    ORDER BY d.dead_at, d.id LIMIT :lim""",
+                args,
             )
         else:
             where = {
-                "due": "r.next_fire_at <= ? AND r.cancelled_at IS NULL",
-                "pending": "r.next_fire_at IS NOT NULL AND r.cancelled_at IS NULL AND ? = ?",
-                "all": "? = ?",
+                "due": "r.next_fire_at <= :now AND r.cancelled_at IS NULL",
+                "pending": "r.next_fire_at IS NOT NULL AND r.cancelled_at IS NULL",
+                "all": "1",
             }[view]
-            args: tuple[Any, ...] = (now, lim) if view == "due" else (0, 0, lim)
             order = "r.next_fire_at, r.id" if view != "all" else "r.id"
             rows = _fetch(
                 cur,
-                f"SELECT {_VIEW_COLUMNS} FROM reminders r WHERE {where} ORDER BY {order} LIMIT ?",
+                f"""SELECT {_VIEW_COLUMNS} FROM reminders r WHERE {where} AND {filters}
+                    ORDER BY {order} LIMIT :lim""",
                 args,
             )
         targets = self._targets(cur, sorted({int(row[0]) for row in rows}))
@@ -333,27 +356,47 @@ class SQLiteStore(Store):
         return {rid: tuple(ts) for rid, ts in found.items()}
 
     @staticmethod
+    def _retried(cur: apsw.Cursor, ids: Sequence[int]) -> dict[tuple[int, int], int]:
+        """Return (reminder id, fire) -> retried_at of the re-armed dead fires of these rows."""
+        rows = _fetch(
+            cur,
+            """SELECT reminder_id, fire_at, retried_at FROM dead_letters
+               WHERE retried_at IS NOT NULL
+                 AND reminder_id IN (SELECT value FROM json_each(?))""",
+            (_json_ints(ids),),
+        )
+        return {(int(rid), int(fire)): int(at) for rid, fire, at in rows}
+
+    @staticmethod
     def _ledger_state(
-        cur: apsw.Cursor, reminder_id: int, fire_at: int
+        cur: apsw.Cursor, reminder_id: int, fire_at: int, retried_at: int | None = None
     ) -> tuple[frozenset[int], frozenset[int], dict[int, int]]:
         sent: set[int] = set()
         permanent: set[int] = set()
         attempts: dict[int, int] = {}
-        for tid, outcome, n in _fetch(
+        for tid, outcome, n, last in _fetch(
             cur,
-            """SELECT target_id, outcome, count(*) FROM deliveries
+            """SELECT target_id, outcome, count(*), max(at) FROM deliveries
                WHERE reminder_id = ? AND fire_at = ? GROUP BY target_id, outcome""",
             (reminder_id, fire_at),
         ):
             attempts[tid] = attempts.get(tid, 0) + int(n)
             if outcome == "sent":
                 sent.add(tid)
-            elif outcome == "permanent":
+            elif outcome == "permanent" and (retried_at is None or last > retried_at):
+                # A refusal from before an operator's retry is what the retry is meant to
+                # get past (the receiver was fixed), so only a later one counts.
                 permanent.add(tid)
         return frozenset(sent), frozenset(permanent), attempts
 
 
 Row = tuple[Any, ...]
+
+
+def _upgrade_from_1(cur: apsw.Cursor) -> None:
+    """Bring a version 1 database to version 2: dead letters learn when they were retried."""
+    cur.execute("ALTER TABLE dead_letters ADD COLUMN retried_at INTEGER")
+    cur.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> list[Row]:

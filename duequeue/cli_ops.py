@@ -1,0 +1,327 @@
+"""The operator's commands, on the same typer app as add/tick/inspect: flags, one call, output.
+
+Only the CLI reads the clock: every function below gets `now` from here.
+"""
+
+import json
+import sys
+from pathlib import Path
+from typing import IO, Annotated, Any
+
+import typer
+
+from duequeue.cli import _errors_to_exit, _now, _settings, _store, app
+from duequeue.errors import BadInputError
+from duequeue.store.base import Change
+from duequeue.timefmt import iso, to_ms
+
+IDS = Annotated[list[int] | None, typer.Argument(help="Reminder ids.", show_default=False)]
+JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _echo_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2))
+
+
+@app.command("import")
+@_errors_to_exit
+def import_(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(help="JSON Lines file, one reminder a line; - is stdin.")],
+    as_json: JSON = False,
+) -> None:
+    """Add reminders from JSON Lines, all or nothing; existing keys are skipped."""
+    from duequeue import importer
+
+    settings = _settings(ctx)
+    now = _now()
+    with importer.gc_paused():
+        if file == "-":
+            result = _import(sys.stdin.buffer, None, settings, now)
+        else:
+            try:
+                f = open(file, "rb")  # noqa: SIM115 - closed by the with below
+            except OSError as exc:
+                raise BadInputError(f"FILE: cannot read {file}: {exc.strerror}") from None
+            with f:
+                result = _import(f, Path(file).stat().st_size, settings, now)
+    if as_json:
+        _echo_json({"lines": result.lines, "imported": result.imported, "skipped": result.skipped})
+    else:
+        typer.echo(f"imported {result.imported}, skipped {result.skipped} existing keys")
+
+
+def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
+    """Validate every line, then write them all; with a progress bar when stderr is a terminal."""
+    from duequeue import importer, ops
+
+    def write(reminders: list[Any]) -> Any:
+        # Validated before the database is opened: a bad line writes nothing, creates nothing.
+        store = _store(settings)
+        try:
+            return ops.import_reminders(store, reminders, now)
+        finally:
+            store.close()
+
+    if not sys.stderr.isatty():
+        return write(importer.parse_lines(f, settings.tz, now))
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("checking", total=size)
+        reminders = importer.parse_lines(f, settings.tz, now, lambda n: bar.advance(task, n))
+        bar.update(task, description="writing")
+        return write(reminders)
+
+
+@app.command()
+@_errors_to_exit
+def history(
+    ctx: typer.Context,
+    reminder_id: Annotated[int, typer.Argument(metavar="ID", help="The reminder id.")],
+    as_json: JSON = False,
+) -> None:
+    """Show every delivery attempt of a reminder, and its dead letters."""
+    from duequeue import ops, output_ops
+
+    settings = _settings(ctx)
+    store = _store(settings)
+    try:
+        found = ops.history(store, reminder_id)
+    finally:
+        store.close()
+    if as_json:
+        _echo_json(output_ops.history_json(found))
+    else:
+        typer.echo(output_ops.history_text(found))
+
+
+@app.command()
+@_errors_to_exit
+def retry(
+    ctx: typer.Context,
+    ids: IDS = None,
+    all_dead: Annotated[
+        bool, typer.Option("--all-dead", help="Every reminder with a dead fire.")
+    ] = False,
+    as_json: JSON = False,
+) -> None:
+    """Re-arm dead-lettered fires: due now, error count reset; sent targets are not re-sent."""
+    from duequeue import ops
+
+    if bool(ids) == all_dead:
+        raise BadInputError("retry: give reminder ids or --all-dead, not both or neither")
+    settings = _settings(ctx)
+    store = _store(settings)
+    try:
+        changes = ops.retry(store, ids or [], all_dead, _now())
+    finally:
+        store.close()
+    _changes(changes, "retried", as_json)
+
+
+@app.command()
+@_errors_to_exit
+def cancel(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
+    """Cancel reminders so they never fire again (inspect --all still lists them)."""
+    from duequeue import ops
+
+    if not ids:
+        raise BadInputError("ID: give at least one reminder id")
+    settings = _settings(ctx)
+    store = _store(settings)
+    try:
+        changes = ops.cancel(store, ids, _now())
+    finally:
+        store.close()
+    _changes(changes, "cancelled", as_json)
+
+
+def _changes(changes: list[Change], verb: str, as_json: bool) -> None:
+    done = [c for c in changes if c.skipped is None]
+    skipped = [c for c in changes if c.skipped is not None]
+    if as_json:
+        applied: list[Any] = [
+            {"id": c.reminder_id, "fire_at": iso(c.fire_at)} if verb == "retried" else c.reminder_id
+            for c in done
+        ]
+        _echo_json(
+            {
+                verb: applied,
+                "skipped": [{"id": c.reminder_id, "reason": c.skipped} for c in skipped],
+            }
+        )
+        return
+    for c in done:
+        fire = f" (fire {iso(c.fire_at)} is due now)" if c.fire_at is not None else ""
+        typer.echo(f"{verb} {c.reminder_id}{fire}")
+    for c in skipped:
+        typer.echo(f"skipped {c.reminder_id}: {c.skipped}")
+    typer.echo(f"{verb} {len(done)}, skipped {len(skipped)}")
+
+
+@app.command()
+@_errors_to_exit
+def stats(
+    ctx: typer.Context,
+    as_json: JSON = False,
+    prometheus: Annotated[
+        str | None,
+        typer.Option(
+            "--prometheus",
+            metavar="FILE",
+            help="Write the node_exporter textfile format to FILE (atomically) and print nothing "
+            "unless --json is given.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Count reminders by state, due rows and recent deliveries."""
+    from duequeue import metrics, ops
+
+    settings = _settings(ctx)
+    now = _now()
+    store = _store(settings)
+    try:
+        figures = ops.stats(store, now)
+    finally:
+        store.close()
+    if prometheus is not None:
+        metrics.write_atomically(Path(prometheus), metrics.prometheus_text(figures, to_ms(now)))
+    if as_json:
+        _echo_json(metrics.stats_json(figures, to_ms(now)))
+    elif prometheus is None:
+        typer.echo("\n".join(metrics.stats_lines(figures, to_ms(now))))
+
+
+@app.command()
+@_errors_to_exit
+def prune(
+    ctx: typer.Context,
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Delete what finished longer ago than this, e.g. 30d.",
+        ),
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would go; delete nothing.")
+    ] = False,
+    as_json: JSON = False,
+) -> None:
+    """Delete old ledger rows and finished or cancelled reminders; never pending or dead ones."""
+    from duequeue import ops
+    from duequeue.timefmt import parse_duration
+
+    age = parse_duration(older_than, "--older-than")
+    settings = _settings(ctx)
+    now = _now()
+    store = _store(settings)
+    try:
+        counts = ops.prune(store, age, now, dry_run)
+    finally:
+        store.close()
+    if as_json:
+        _echo_json(
+            {
+                "dry_run": dry_run,
+                "before": iso(to_ms(now - age)),
+                "deliveries": counts.deliveries,
+                "done": counts.done,
+                "cancelled": counts.cancelled,
+                "dead_letters": counts.dead_letters,
+            }
+        )
+        return
+    verb = "would prune" if dry_run else "pruned"
+    typer.echo(
+        f"{verb}: {counts.deliveries} ledger rows, {counts.done} done reminders, "
+        f"{counts.cancelled} cancelled reminders, {counts.dead_letters} dead letters"
+    )
+
+
+@app.command()
+@_errors_to_exit
+def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
+    """Check the database, SMTP, the webhook secret and the zone data; exit 1 on a problem."""
+    from duequeue import doctor as checks
+    from duequeue.store import open_store
+
+    found = checks.run(lambda: _settings(ctx), open_store)
+    ok = all(c.ok for c in found)
+    if as_json:
+        _echo_json(
+            {
+                "ok": ok,
+                "checks": [
+                    {"name": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix} for c in found
+                ],
+            }
+        )
+    else:
+        for c in found:
+            typer.echo(f"{'ok     ' if c.ok else 'PROBLEM'}  {c.name}: {c.detail}")
+            if c.fix:
+                typer.echo(f"         fix: {c.fix}")
+        typer.echo("all checks passed" if ok else "some checks found problems")
+    raise typer.Exit(0 if ok else 1)
+
+
+@app.command()
+@_errors_to_exit
+def worker(
+    ctx: typer.Context,
+    every: Annotated[
+        str, typer.Option("--every", metavar="INTERVAL", help="Time between ticks, e.g. 10s.")
+    ] = "10s",
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Most rows one tick takes (default DUEQUEUE_TICK_LIMIT).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Tick every INTERVAL in the foreground until SIGTERM or SIGINT (for systemd)."""
+    from duequeue import service
+    from duequeue.cli import _clock_ms
+    from duequeue.timefmt import parse_duration
+    from duequeue.worker import Worker
+
+    interval = parse_duration(every, "--every").total_seconds()
+    settings = _settings(ctx)
+    _store(settings).close()  # a database that cannot open stops the worker now, with exit 1
+
+    def one_tick() -> str:
+        now = _now()
+        store = _store(settings)
+        try:
+            summary = service.run_tick(store, settings, now, _clock_ms, limit)
+        finally:
+            store.close()
+        return f"{iso(to_ms(now))} tick: {summary.line()}"
+
+    def log(line: str) -> None:
+        typer.echo(line)
+        sys.stdout.flush()
+
+    log(f"worker: ticking every {every} on {settings.db}")
+    Worker(interval, one_tick, log).run()
+
+
+@app.command()
+@_errors_to_exit
+def config(ctx: typer.Context, as_json: JSON = False) -> None:
+    """Print the effective settings, secrets masked."""
+    from duequeue.config import masked
+
+    values = masked(_settings(ctx))
+    if as_json:
+        _echo_json(values)
+        return
+    for name, value in values.items():
+        typer.echo(f"{name} = {json.dumps(value)}")

@@ -1,0 +1,159 @@
+"""`doctor`: check the settings, the database, SMTP, the webhook secret and the zone data."""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from duequeue.errors import ConfigError, DuequeueError
+from duequeue.store.base import HealthCheck
+
+Check = HealthCheck
+
+_ZONES = ("UTC", "Europe/Berlin", "America/New_York")
+
+
+def run(load: Callable[[], Any], open_store: Callable[[str], Any]) -> list[Check]:
+    """Run every check; `load` returns the Settings (or raises ConfigError)."""
+    checks: list[Check] = []
+    try:
+        settings = load()
+    except ConfigError as exc:
+        checks.append(
+            Check(
+                _setting_name(str(exc)),
+                False,
+                str(exc),
+                "correct it in the flags, the DUEQUEUE_* environment or the config file "
+                "(`duequeue config` shows the effective settings once they are valid)",
+            )
+        )
+        return [*checks, *zone_checks("UTC")]
+    checks.append(Check("settings", True, "flags, environment and config file are valid"))
+    checks.extend(database_checks(settings.db, open_store))
+    checks.extend(smtp_checks(settings))
+    checks.append(secret_check(settings.webhook_secret))
+    checks.extend(zone_checks(settings.tz))
+    return checks
+
+
+def _setting_name(message: str) -> str:
+    if message.startswith("DUEQUEUE_WEBHOOK_SECRET"):
+        return "webhook secret"
+    if message.startswith("DUEQUEUE_SMTP"):
+        return "smtp"
+    return "settings"
+
+
+def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
+    """Check that the database exists, opens as duequeue's, and is healthy."""
+    if "://" not in db and not Path(db).exists():
+        return [
+            Check(
+                "database",
+                False,
+                f"{db} does not exist",
+                "check --db / DUEQUEUE_DB; `duequeue add` or `import` creates the file",
+            )
+        ]
+    try:
+        store = open_store(db)
+    except DuequeueError as exc:
+        return [
+            Check("database", False, str(exc), "point --db / DUEQUEUE_DB at duequeue's database")
+        ]
+    try:
+        return [Check("database", True, f"{db} opens"), *store.health()]
+    except Exception as exc:  # a damaged file can fail the checks themselves: that is the finding
+        return [
+            Check("database", True, f"{db} opens"),
+            Check(
+                "database integrity",
+                False,
+                f"{type(exc).__name__}: {exc}",
+                "stop cron, copy the file, then `sqlite3 FILE '.recover' | sqlite3 NEW` "
+                "and point --db at NEW",
+            ),
+        ]
+    finally:
+        store.close()
+
+
+def smtp_checks(settings: Any) -> list[Check]:
+    """Connect to the SMTP server and say EHLO and NOOP, sending nothing."""
+    if not settings.smtp_url:
+        return [
+            Check(
+                "smtp",
+                True,
+                "DUEQUEUE_SMTP_URL not set: email targets fail until it is (webhooks unaffected)",
+            )
+        ]
+    from duequeue.channels import smtpprobe
+
+    checks = []
+    try:
+        checks.append(
+            Check("smtp", True, smtpprobe.probe(settings.smtp_url, settings.channel_timeout))
+        )
+    except Exception as exc:  # any failure of the probe is the finding, not a crash
+        checks.append(
+            Check(
+                "smtp",
+                False,
+                smtpprobe.describe(exc, settings.smtp_url),
+                "start the SMTP server or correct DUEQUEUE_SMTP_URL (host, port, scheme, "
+                "user and password)",
+            )
+        )
+    if not settings.email_from:
+        checks.append(
+            Check(
+                "email from",
+                False,
+                "DUEQUEUE_EMAIL_FROM not set: every email delivery fails",
+                "set DUEQUEUE_EMAIL_FROM (or email_from in the config file)",
+            )
+        )
+    return checks
+
+
+def secret_check(secret: str | None) -> Check:
+    """Check the webhook secret's format."""
+    if secret is None:
+        return Check("webhook secret", True, "not set: webhooks are sent unsigned")
+    from duequeue.channels.signing import parse_secret
+
+    try:
+        key = parse_secret(secret)
+    except ConfigError as exc:  # pragma: no cover - settings validation rejects it first
+        return Check("webhook secret", False, str(exc), "set whsec_ followed by base64")
+    if len(key) < 16:
+        return Check(
+            "webhook secret",
+            False,
+            f"the key is only {len(key)} bytes",
+            "use at least 16 random bytes (README: 'A webhook secret is ...' shows a one-liner)",
+        )
+    return Check("webhook secret", True, f"whsec_ format, {len(key)}-byte key")
+
+
+def zone_checks(default_tz: str) -> list[Check]:
+    """Check that the IANA zone data loads, the default zone included."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    missing = []
+    for name in dict.fromkeys((*_ZONES, default_tz)):
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            missing.append(name)
+    if missing:
+        return [
+            Check(
+                "zone data",
+                False,
+                f"cannot load {', '.join(missing)}",
+                "install the tz database: `pip install tzdata` or the OS package tzdata",
+            )
+        ]
+    return [Check("zone data", True, f"{', '.join(dict.fromkeys((*_ZONES, default_tz)))} load")]

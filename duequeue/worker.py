@@ -1,0 +1,71 @@
+"""`worker`: tick on an interval in the foreground until SIGTERM or SIGINT (for systemd).
+
+A signal never cuts a tick short: while one runs it only asks the loop to stop after it, so the
+tick writes its outcomes back; between ticks it stops the wait at once.
+"""
+
+import signal
+import time
+from collections.abc import Callable
+from types import FrameType
+
+from duequeue.errors import DuequeueError
+
+
+class _Stop(Exception):
+    """Raised by the signal handler between ticks to end the wait."""
+
+
+class Worker:
+    """The loop of `duequeue worker`."""
+
+    def __init__(
+        self,
+        every_s: float,
+        tick: Callable[[], str],
+        log: Callable[[str], None],
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.every_s = every_s
+        self._tick = tick
+        self._log = log
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._ticking = False
+        self.stopping = False
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping = True
+        if not self._ticking:
+            raise _Stop
+
+    def run(self) -> None:
+        """Tick every `every_s` seconds until a signal; return after the current tick."""
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self._loop()
+        except _Stop:
+            pass
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        self._log(f"worker: stopped by {'a signal' if self.stopping else 'request'}")
+
+    def _loop(self) -> None:
+        next_at = self._monotonic()
+        while not self.stopping:
+            self._ticking = True
+            try:
+                self._log(self._tick())
+            except DuequeueError as exc:
+                # A locked or unreadable database now may be fine next time; keep the loop up.
+                self._log(f"tick failed: {exc}")
+            finally:
+                self._ticking = False
+            if self.stopping:
+                return
+            # Fixed rate, not fixed delay: a tick's own duration does not push the schedule back;
+            # one that overran its interval is followed at once, never by a burst.
+            next_at = max(next_at + self.every_s, self._monotonic())
+            self._sleep(max(0.0, next_at - self._monotonic()))

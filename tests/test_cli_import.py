@@ -1,0 +1,185 @@
+"""`duequeue import`: JSON Lines in, all or nothing, existing keys skipped."""
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duequeue.cli import app
+from tests.e2e import Cli
+from tests.test_cli import rows
+
+T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
+HOOK = "https://hooks.example.com/r"
+
+
+@pytest.fixture
+def cli(db_path: Path) -> Cli:
+    return Cli(db_path, T0)
+
+
+def jsonl(path: Path, *items: Any) -> Path:
+    path.write_text("".join((i if isinstance(i, str) else json.dumps(i)) + "\n" for i in items))
+    return path
+
+
+def test_import_adds_every_line_with_the_fields_of_add(cli: Cli, tmp_path: Path) -> None:
+    f = jsonl(
+        tmp_path / "r.jsonl",
+        {
+            "at": "2027-01-06T09:00",
+            "tz": "Europe/Berlin",
+            "rrule": "FREQ=WEEKLY;BYDAY=WE",
+            "email": ["ann@example.com"],
+            "webhook": [HOOK],
+            "subject": "standup",
+            "body": "10 minutes",
+            "data": {"room": 3},
+            "key": "standup",
+            "misfire_grace": "1h",
+        },
+        "",  # blank lines are skipped, but counted for line numbers
+        {"at": "+1h", "cron": "0 9 * * 1-5", "webhook": HOOK, "key": "cron"},
+        {"at": "+2h", "email": "bob@example.com"},
+    )
+    r = cli("import", str(f))
+    assert (r.code, r.out, r.err) == (0, "imported 3, skipped 0 existing keys\n", "")
+    standup, weekdays, once = cli.inspect("--all")
+    assert standup["rrule"] == "FREQ=WEEKLY;BYDAY=WE"
+    assert standup["fire_at"] == "2027-01-06T08:00:00.000Z"
+    assert standup["targets"] == [
+        {"channel": "email", "address": "ann@example.com"},
+        {"channel": "webhook", "address": HOOK},
+    ]
+    assert (standup["subject"], standup["key"]) == ("standup", "standup")
+    assert (weekdays["cron"], weekdays["fire_at"]) == ("0 9 * * 1-5", "2027-01-05T09:00:00.000Z")
+    assert (once["subject"], once["next_fire_at"]) == ("Reminder", "2027-01-05T10:00:00.000Z")
+
+
+def test_reimporting_a_file_skips_every_existing_key(cli: Cli, tmp_path: Path) -> None:
+    items = [{"at": "+1h", "webhook": [HOOK], "key": f"k{i}"} for i in range(5)]
+    f = jsonl(tmp_path / "r.jsonl", *items)
+    first = cli("import", str(f), "--json")
+    assert first.json() == {"lines": 5, "imported": 5, "skipped": 0}
+    again = cli("import", str(f), "--json")
+    assert again.json() == {"lines": 5, "imported": 0, "skipped": 5}
+    more = jsonl(tmp_path / "more.jsonl", *items, {"at": "+1h", "webhook": [HOOK], "key": "k5"})
+    assert cli("import", str(more)).out == "imported 1, skipped 5 existing keys\n"
+    assert len(cli.inspect("--all")) == 6
+
+
+def test_a_key_already_added_by_add_is_skipped(cli: Cli, tmp_path: Path) -> None:
+    rid = cli.add("--at", "+1h", "--webhook", HOOK, "--key", "rent")
+    f = jsonl(tmp_path / "r.jsonl", {"at": "+2h", "webhook": [HOOK], "key": "rent"})
+    assert cli("import", str(f), "--json").json()["skipped"] == 1
+    assert cli.row(rid)["next_fire_at"] == "2027-01-05T09:00:00.000Z"
+
+
+H = json.dumps(HOOK)
+BAD_LINES = [
+    ("{not json", "line 3: not valid JSON"),
+    ("[1, 2]", "line 3: expected a JSON object"),
+    ('{"at": "+1h", "webhook": [%s], "colour": "red"}' % H, "line 3: unknown field 'colour'"),  # noqa: UP031
+    ('{"at": "+1h", "email": ["nope"]}', "line 3: email: 'nope' is not a valid email address"),
+    ('{"at": "+1h"}', "line 3: email/webhook: give at least one target"),
+    ('{"webhook": [%s]}' % H, "line 3: at: required"),  # noqa: UP031
+    ('{"at": "+1h", "webhook": [%s], "tz": "Mars/Base"}' % H, "line 3: tz: unknown"),  # noqa: UP031
+    ('{"at": "+1h", "webhook": [%s], "subject": 5}' % H, "line 3: subject: expected a string"),  # noqa: UP031
+    ('{"at": "+1h", "webhook": %s, "misfire_grace": "x"}' % H, "line 3: misfire_grace:"),  # noqa: UP031
+    ('{"at": "+1h", "webhook": [1]}', "line 3: webhook: expected a string or a list"),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), BAD_LINES)
+def test_a_bad_line_is_reported_by_number_and_nothing_is_written(
+    cli: Cli, db_path: Path, tmp_path: Path, line: str, message: str
+) -> None:
+    good = {"at": "+1h", "webhook": [HOOK]}
+    f = jsonl(tmp_path / "r.jsonl", good, good, line, good)
+    r = cli("import", str(f))
+    assert r.code == 2
+    assert r.out == ""
+    assert r.err.startswith(f"duequeue: error: {message}")
+    assert r.err.count("\n") == 1
+    assert rows(db_path) == 0
+    assert not db_path.exists()  # validated before the database is even opened
+
+
+def test_a_bad_line_leaves_an_existing_database_unchanged(
+    cli: Cli, db_path: Path, tmp_path: Path
+) -> None:
+    cli.add("--at", "+1h", "--webhook", HOOK)
+    f = jsonl(tmp_path / "r.jsonl", {"at": "+1h", "webhook": [HOOK]}, {"at": "soon"})
+    assert cli("import", str(f)).code == 2
+    assert rows(db_path) == 1
+
+
+def test_import_reads_stdin(cli: Cli, db_path: Path) -> None:
+    lines = "".join(json.dumps({"at": "+1h", "webhook": [HOOK], "key": k}) + "\n" for k in "ab")
+    r = cli.runner.invoke(app, ["import", "-", "--json"], input=lines, env=cli.env)
+    assert (r.exit_code, json.loads(r.stdout)) == (0, {"lines": 2, "imported": 2, "skipped": 0})
+    assert rows(db_path) == 2
+
+
+def test_a_missing_file_exits_2(cli: Cli, tmp_path: Path) -> None:
+    r = cli("import", str(tmp_path / "nope.jsonl"))
+    assert r.code == 2
+    assert r.err.startswith("duequeue: error: FILE: cannot read")
+
+
+def test_an_empty_file_imports_nothing(cli: Cli, tmp_path: Path) -> None:
+    f = tmp_path / "empty.jsonl"
+    f.write_text("\n\n")
+    assert cli("import", str(f), "--json").json() == {"lines": 0, "imported": 0, "skipped": 0}
+
+
+def _run_import(db: Path, f: Path, stderr_on_a_terminal: bool) -> tuple[int, str, bytes]:
+    """Run the real CLI in a subprocess, its stderr a pseudo-terminal or a pipe."""
+    import os
+    import select
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root), "TERM": "xterm", "COLUMNS": "80"}
+    args = [sys.executable, "-m", "duequeue", "--db", str(db), "import", str(f)]
+    if not stderr_on_a_terminal:
+        run = subprocess.run(args, capture_output=True, env=env, timeout=60)
+        return run.returncode, run.stdout.decode(), run.stderr
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, env=env)
+        os.close(slave)
+        out, _ = proc.communicate(timeout=60)
+        seen = b""
+        while select.select([master], [], [], 0)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal's other end is closed: everything was read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+    return proc.returncode, out.decode(), seen
+
+
+def test_a_progress_bar_is_drawn_only_when_stderr_is_a_terminal(tmp_path: Path) -> None:
+    f = jsonl(tmp_path / "r.jsonl", *[{"at": "+1h", "webhook": [HOOK]} for _ in range(50)])
+    code, out, err = _run_import(tmp_path / "tty.db", f, stderr_on_a_terminal=True)
+    assert (code, out) == (0, "imported 50, skipped 0 existing keys\n")
+    assert b"checking" in err
+    assert b"writing" in err
+    code, out, err = _run_import(tmp_path / "pipe.db", f, stderr_on_a_terminal=False)
+    assert (code, out, err) == (0, "imported 50, skipped 0 existing keys\n", b"")
+
+
+def test_a_line_that_is_not_utf8_is_reported(cli: Cli, db_path: Path, tmp_path: Path) -> None:
+    f = tmp_path / "latin1.jsonl"
+    f.write_bytes(b'{"at": "+1h", "webhook": ["' + HOOK.encode() + b'"], "subject": "caf\xe9"}\n')
+    r = cli("import", str(f))
+    assert (r.code, r.err) == (2, "duequeue: error: line 1: not UTF-8 text\n")
+    assert rows(db_path) == 0

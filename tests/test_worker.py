@@ -1,0 +1,134 @@
+"""`duequeue worker`: ticks on an interval, stops cleanly on SIGTERM / SIGINT between ticks."""
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from duequeue.worker import Worker
+from tests.e2e import Cli
+from tests.servers import HttpSink
+
+ROOT = Path(__file__).resolve().parent.parent
+WAIT = 20.0  # seconds; generous for a loaded machine, never a race winner
+
+
+class Running:
+    """A worker subprocess whose output lines are read on a thread, so waits can time out."""
+
+    def __init__(self, db: Path, *args: str) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DUEQUEUE_")}
+        env["PYTHONPATH"] = str(ROOT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "duequeue", "--db", str(db), "worker", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, text: str) -> str:
+        while True:
+            try:
+                line = self.lines.get(timeout=WAIT)
+            except queue.Empty:
+                self.proc.kill()
+                raise AssertionError(f"no line with {text!r}; got {self.seen}") from None
+            self.seen.append(line)
+            if text in line:
+                return line
+
+    def stop(self, signum: int) -> int:
+        self.proc.send_signal(signum)
+        try:
+            return self.proc.wait(WAIT)
+        finally:
+            self.proc.kill()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_the_worker_ticks_and_stops_cleanly_on_a_signal(db_path: Path, signum: int) -> None:
+    worker = Running(db_path, "--every", "1s")
+    assert "worker: ticking every 1s" in worker.wait_for("worker:")
+    line = worker.wait_for(" tick: ")
+    assert "claimed 0" in line
+    assert worker.stop(signum) == 0
+    worker.wait_for("worker: stopped by a signal")
+
+
+def test_the_worker_delivers_what_becomes_due(db_path: Path) -> None:
+    with HttpSink() as http:
+        rid = Cli(db_path, datetime.now(UTC)).add("--at", "now", "--webhook", http.url("/w"))
+        worker = Running(db_path, "--every", "1s")
+        worker.wait_for("sent 1")
+        (req,) = http.wait_for_requests(1)
+        assert req.path == "/w"
+        assert worker.stop(signal.SIGTERM) == 0
+    assert json.loads(req.body)["data"]["reminder_id"] == rid
+
+
+def test_a_bad_interval_exits_2(db_path: Path) -> None:
+    r = Cli(db_path, datetime.now(UTC))("worker", "--every", "often")
+    assert r.code == 2
+    assert r.err.startswith("duequeue: error: --every: invalid duration")
+
+
+def test_a_signal_during_a_tick_lets_the_tick_finish_first() -> None:
+    log: list[str] = []
+    calls = 0
+
+    def tick() -> str:
+        nonlocal calls
+        calls += 1
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives in the middle of this tick
+        return "tick finished"
+
+    before = signal.getsignal(signal.SIGTERM)
+    Worker(60.0, tick, log.append).run()
+    assert calls == 1
+    assert log == ["tick finished", "worker: stopped by a signal"]
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_signal_between_ticks_ends_the_wait_at_once() -> None:
+    log: list[str] = []
+
+    def sleep(seconds: float) -> None:
+        assert seconds > 0
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives while waiting for the next tick
+        raise AssertionError("the signal should have ended the wait")
+
+    Worker(60.0, lambda: "tick", log.append, sleep=sleep).run()
+    assert log == ["tick", "worker: stopped by a signal"]
+
+
+def test_a_failing_tick_is_logged_and_the_loop_goes_on() -> None:
+    from duequeue.errors import StoreError
+
+    log: list[str] = []
+    results = iter([StoreError("database locked"), "tick ok"])
+
+    def tick() -> str:
+        result = next(results)
+        if isinstance(result, Exception):
+            raise result
+        os.kill(os.getpid(), signal.SIGTERM)
+        return result
+
+    Worker(0.001, tick, log.append).run()
+    assert log == ["tick failed: database locked", "tick ok", "worker: stopped by a signal"]
