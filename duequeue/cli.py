@@ -60,7 +60,7 @@ def _settings(ctx: typer.Context, **flags: Any) -> Any:
 def _store(settings: Any) -> Any:
     from duequeue.store import open_store
 
-    return open_store(settings.db)
+    return open_store(settings.db, settings.busy_timeout)
 
 
 @app.callback()
