@@ -210,6 +210,10 @@ def tick(
         typer.echo(json.dumps(summary.as_json()))
     else:
         typer.echo(f"tick: {summary.line()}")
+    if summary.stopped_by:
+        from duequeue.stopsignal import die_by
+
+        die_by(summary.stopped_by)  # everything is written back; now end as the signal asks
 
 
 @app.command()

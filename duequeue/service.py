@@ -103,6 +103,7 @@ def run_tick(
         smtp_url=settings.smtp_url,
         email_from=settings.email_from,
         webhook_secret=settings.webhook_secret,
+        webhook_block_private=settings.webhook_block_private,
     )
     return tick(store, to_ms(now), options, clock)
 

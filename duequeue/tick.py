@@ -12,12 +12,15 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from duequeue.channels.base import Message, Outcome, delivery_id
 from duequeue.policy import RetryPolicy, Verdict, decide
 from duequeue.store.base import Claimed, DeliveryRecord, Store, Target, WriteBack
 from duequeue.timefmt import from_ms, to_ms
+
+if TYPE_CHECKING:
+    import signal
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,7 @@ class TickOptions:
     smtp_url: str | None = None
     email_from: str | None = None
     webhook_secret: str | None = None
+    webhook_block_private: bool = False
 
 
 @dataclass(slots=True)
@@ -49,6 +53,7 @@ class TickSummary:
     deliveries_sent: int = 0
     deliveries_failed: int = 0
     max_lateness_ms: int | None = None
+    stopped_by: str | None = None  # SIGTERM / SIGINT that cut the tick short, see stopsignal
 
     def as_json(self) -> dict[str, Any]:
         """Return the stable JSON form of the summary."""
@@ -67,6 +72,7 @@ class TickSummary:
             f"retried {self.retried}, dead {self.dead}, skipped {self.skipped}, "
             f"released {self.released}; deliveries {self.deliveries_sent} sent, "
             f"{self.deliveries_failed} failed; max lateness {lateness}"
+            + (f"; stopped by {self.stopped_by}" if self.stopped_by else "")
         )
 
 
@@ -116,6 +122,7 @@ class _Run:
         import asyncio
 
         from duequeue.channels.dispatch import Dispatcher
+        from duequeue.stopsignal import on_stop_signals
 
         loop = asyncio.get_running_loop()
         self.deadline = loop.time() + self.options.budget_s
@@ -135,9 +142,17 @@ class _Run:
             email_from=o.email_from,
             webhook_secret=o.webhook_secret,
             max_connections=o.webhook_concurrency,
+            webhook_block_private=o.webhook_block_private,
         ) as dispatcher:
             self.dispatcher = dispatcher
-            await asyncio.gather(*(self._row(row) for row in rows))
+            async with on_stop_signals(self._stop):
+                await asyncio.gather(*(self._row(row) for row in rows))
+
+    def _stop(self, sig: "signal.Signals") -> None:
+        # Graceful stop: nothing new starts (the budget check sees a deadline passed), what is
+        # in flight finishes and is written back, and unstarted rows are released.
+        self.deadline = float("-inf")
+        self.summary.stopped_by = sig.name
 
     async def _row(self, row: Claimed) -> None:
         import asyncio

@@ -158,6 +158,7 @@ def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
         "deliveries_sent",
         "deliveries_failed",
         "max_lateness_s",
+        "stopped_by",
     }
     assert summary["max_lateness_s"] is None
 
