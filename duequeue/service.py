@@ -41,6 +41,21 @@ def build_reminder(
     from duequeue import schedule
     from duequeue.timefmt import parse_duration
 
+    validate.utf8(
+        [
+            ("--at", req.at),
+            ("--tz", req.tz),
+            ("--rrule", req.rrule),
+            ("--cron", req.cron),
+            ("--subject", req.subject),
+            ("--body", req.body),
+            ("--data", req.data),
+            ("--key", req.key),
+            ("--misfire-grace", req.misfire_grace),
+            *(("--email", a) for a in req.emails),
+            *(("--webhook", u) for u in req.webhooks),
+        ]
+    )
     if req.rrule is not None and req.cron is not None:
         raise BadInputError("--rrule/--cron: give one recurrence, not both")
     zone = schedule.parse_zone(req.tz or default_tz)
