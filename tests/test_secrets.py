@@ -1,0 +1,117 @@
+"""Secrets (the SMTP password, the webhook secret) never show in output, errors or the ledger.
+
+One recognisable password and one webhook secret go through every path that could echo them:
+add, tick (with an SMTP login that fails, a server that is down, a webhook that fails), inspect
+in every view and form, and settings that are wrong in ways that tempt a message to quote them.
+"""
+
+import base64
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import apsw
+import pytest
+
+from tests.e2e import Cli
+from tests.procs import run_cli
+from tests.servers import HttpSink, Reply, SmtpSink
+
+T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
+PASSWORD = "Xyzzy-S3cr3t-pa55"
+KEY = b"duequeue-test-signing-key-XYZZY!"
+SECRET = "whsec_" + base64.b64encode(KEY).decode()
+NEEDLES = (PASSWORD, SECRET, SECRET.removeprefix("whsec_"), "Xyzzy")
+
+
+def assert_clean(*texts: str) -> None:
+    for text in texts:
+        for needle in NEEDLES:
+            assert needle not in text, f"{needle!r} leaked into {text[:200]!r}"
+
+
+def ledger_text(db: Path) -> str:
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = conn.execute(
+            "SELECT error FROM deliveries UNION ALL SELECT last_error FROM reminders "
+            "UNION ALL SELECT last_error FROM dead_letters"
+        ).fetchall()
+        return "\n".join(str(r[0]) for r in rows)
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpSink]:
+    with SmtpSink(credentials=("alice", "the-right-one")) as sink:
+        yield sink
+
+
+@pytest.fixture
+def http() -> Iterator[HttpSink]:
+    with HttpSink() as sink:
+        sink.respond("/down", Reply(500, body=b"no"))
+        yield sink
+
+
+@pytest.mark.parametrize("where", ["url", "env"])
+def test_no_secret_shows_in_add_tick_inspect_or_the_ledger(
+    db_path: Path, smtp: SmtpSink, http: HttpSink, where: str
+) -> None:
+    if where == "url":
+        env = {"DUEQUEUE_SMTP_URL": f"smtp://alice:{PASSWORD}@127.0.0.1:{smtp.port}"}
+    else:
+        env = {"DUEQUEUE_SMTP_URL": smtp.url, "DUEQUEUE_SMTP_USER": "alice"}
+        env["DUEQUEUE_SMTP_PASSWORD"] = PASSWORD
+    env |= {"DUEQUEUE_EMAIL_FROM": "r@example.com", "DUEQUEUE_WEBHOOK_SECRET": SECRET}
+    env["DUEQUEUE_MAX_RETRIES"] = "1"  # dead at once: the dead-letter views have it too
+    cli = Cli(db_path, T0, env)
+    outputs = [
+        cli("add", "--at", "now", "--email", "bob@example.com", "--webhook", http.url("/down"))
+    ]
+    outputs.append(cli("tick"))
+    outputs.append(cli("tick", "--json"))
+    for view in ("--dead", "--all", "--pending", "--due"):
+        outputs += [cli("inspect", view), cli("inspect", view, "--json")]
+    assert all(r.code == 0 for r in outputs)
+    assert smtp.messages == []
+    assert "SMTP authentication failed" in ledger_text(db_path)  # the failure is there ...
+    assert_clean(ledger_text(db_path), *(r.out + r.err for r in outputs))  # ... the secret not
+    assert len(http.requests_for("/down")) == 1  # the webhook failed too, signed with it
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DUEQUEUE_SMTP_URL", f"smtpx://alice:{PASSWORD}@mail.example.com"),
+        ("DUEQUEUE_SMTP_URL", f"smtp://alice:{PASSWORD}@mail.example.com/path"),
+        ("DUEQUEUE_SMTP_URL", f"smtp://alice:{PASSWORD}@mail.example.com:99999"),
+        ("DUEQUEUE_SMTP_URL", f"smtp://alice:{PASSWORD}@"),
+        ("DUEQUEUE_WEBHOOK_SECRET", SECRET + "!"),
+        ("DUEQUEUE_WEBHOOK_SECRET", SECRET.removeprefix("whsec_")),
+        ("DUEQUEUE_WEBHOOK_SECRET", "whsec_Xyzzy-not-base64"),
+    ],
+)
+def test_a_wrong_secret_setting_is_refused_without_quoting_it_by_a_real_process(
+    db_path: Path, name: str, value: str
+) -> None:
+    r = run_cli(db_path, "tick", env={name: value})
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"duequeue: error: {name}")
+    assert r.stderr.count("\n") == 1
+    assert "Traceback" not in r.stderr
+    assert_clean(r.stdout, r.stderr)
+
+
+def test_a_down_smtp_server_is_reported_without_the_password(db_path: Path) -> None:
+    env = {
+        "DUEQUEUE_SMTP_URL": f"smtp://alice:{PASSWORD}@127.0.0.1:9",
+        "DUEQUEUE_EMAIL_FROM": "r@example.com",
+    }
+    cli = Cli(db_path, T0, env)
+    cli.add("--at", "now", "--email", "bob@example.com")
+    r = cli("tick")
+    assert r.code == 0
+    assert "SMTP connection refused (127.0.0.1:9)" in ledger_text(db_path)
+    assert_clean(r.out, r.err, ledger_text(db_path), cli("inspect", "--all").out)
