@@ -3,7 +3,8 @@
 A tick that gets SIGTERM (systemd stopping it, `kill`) or SIGINT (Ctrl-C) starts no new
 delivery, lets the ones in flight finish within their timeouts, records and writes them back,
 releases the rest, and then dies by the same signal: a shell sees 128+N, systemd counts it a clean
-stop, and the database is as consistent as after a normal tick.
+stop, and the database is as consistent as after a normal tick. A second signal abandons what is
+still in flight (unrecorded, so possibly sent again later) and releases those rows too.
 """
 
 import asyncio
@@ -26,13 +27,16 @@ async def on_stop_signals(callback: Callable[[signal.Signals], None]) -> AsyncIt
     loop = asyncio.get_running_loop()
     previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
 
+    received: list[signal.Signals] = []
+
     def stop(sig: signal.Signals) -> None:
         # One line for the cron log: the operator sees why this tick ended early.
-        print(
-            f"duequeue: {sig.name}: stopping; deliveries in flight finish, the rest are released",
-            file=sys.stderr,
-            flush=True,
-        )
+        received.append(sig)
+        if len(received) == 1:
+            note = "stopping; deliveries in flight finish, the rest are released"
+        else:
+            note = "stopping now; deliveries in flight are abandoned and may be sent again"
+        print(f"duequeue: {sig.name}: {note}", file=sys.stderr, flush=True)
         callback(sig)
 
     for sig in STOP_SIGNALS:

@@ -20,6 +20,7 @@ from duequeue.store.base import Claimed, DeliveryRecord, Store, Target, WriteBac
 from duequeue.timefmt import from_ms, to_ms
 
 if TYPE_CHECKING:
+    import asyncio
     import signal
 
 
@@ -92,12 +93,15 @@ def tick(
     run = _Run(store, now, options, clock, owner, summary)
     try:
         asyncio.run(run.deliver(claimed))
-    except BaseException:
+    except BaseException as exc:
         # Whatever stopped us (a store error, Ctrl-C), hand the unfinished rows back now rather
         # than leaving them leased; the ledger keeps the next tick from re-sending what went out.
         unfinished = [r.id for r in claimed if r.id not in run.finished]
         with contextlib.suppress(Exception):
             store.release(owner, unfinished, now)
+        if isinstance(exc, asyncio.CancelledError) and summary.stopped_by:
+            summary.released += len(unfinished)  # a second stop signal: see _Run._stop
+            return summary
         raise
     return summary
 
@@ -117,6 +121,7 @@ class _Run:
         self.store, self.now, self.options, self.clock = store, now, options, clock
         self.owner, self.summary = owner, summary
         self.finished: set[int] = set()
+        self.task: asyncio.Task[Any] | None = None
 
     async def deliver(self, rows: Sequence[Claimed]) -> None:
         import asyncio
@@ -126,6 +131,7 @@ class _Run:
 
         loop = asyncio.get_running_loop()
         self.deadline = loop.time() + self.options.budget_s
+        self.task = asyncio.current_task()
         self.limits = {
             "webhook": asyncio.Semaphore(self.options.webhook_concurrency),
             # One SMTP connection serves the whole tick, so emails go out one at a time; taking
@@ -150,7 +156,10 @@ class _Run:
 
     def _stop(self, sig: "signal.Signals") -> None:
         # Graceful stop: nothing new starts (the budget check sees a deadline passed), what is
-        # in flight finishes and is written back, and unstarted rows are released.
+        # in flight finishes and is written back, and unstarted rows are released. A second
+        # signal stops waiting: in-flight sends are abandoned unrecorded and their rows released.
+        if self.summary.stopped_by is not None and self.task is not None:
+            self.task.cancel()
         self.deadline = float("-inf")
         self.summary.stopped_by = sig.name
 

@@ -135,6 +135,32 @@ def test_a_stop_signal_finishes_the_delivery_in_flight_releases_the_rest_and_die
     assert len(http.requests_for("/first")) == 1
 
 
+def test_a_second_stop_signal_abandons_the_delivery_in_flight_and_releases_every_row(
+    db_path: Path, http: HttpSink
+) -> None:
+    http.respond("/first", Reply(200, hold=True))  # held until the sink closes: never answered
+    add_due(db_path, [("webhook", http.url("/first"))])
+    add_due(db_path, [("webhook", http.url("/rest"))], n=2)
+    proc = spawn_cli(db_path, "tick", "--json", env={"DUEQUEUE_CONCURRENCY": "1"})
+    stderr = Lines(proc)
+    http.wait_for_requests(1)
+    proc.send_signal(signal.SIGTERM)
+    stderr.wait_for("deliveries in flight finish")
+    proc.send_signal(signal.SIGTERM)
+    stderr.wait_for("deliveries in flight are abandoned")
+    out, _ = proc.communicate(timeout=LIMIT_S)
+
+    assert proc.returncode == -signal.SIGTERM
+    summary = json.loads(out)
+    assert (summary["stopped_by"], summary["sent"], summary["released"]) == ("SIGTERM", 0, 3)
+    assert errors(db_path) == []  # nothing recorded: the abandoned send's fate is unknown
+    http.respond("/first", Reply(200))
+    assert tick_json(db_path)["sent"] == 3  # released, so taken at once; no lease to wait out
+    first = http.requests_for("/first")
+    assert len(first) == 2  # the at-least-once window, with one webhook-id for the receiver
+    assert first[0].headers["webhook-id"] == first[1].headers["webhook-id"]
+
+
 # -- SMTP ------------------------------------------------------------------------------------------
 
 
