@@ -21,8 +21,10 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 @contextlib.asynccontextmanager
 async def on_stop_signals(callback: Callable[[signal.Signals], None]) -> AsyncIterator[None]:
     """Call `callback` from the running loop on SIGTERM/SIGINT while inside the block."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signals are only delivered to the main thread; nothing to catch here
+    if threading.current_thread() is not threading.main_thread() or os.name != "posix":
+        # Signals reach only the main thread, and only POSIX loops can catch them; elsewhere a
+        # stop ends the tick as a crash would, and the lease takes care of its rows.
+        yield
         return
     loop = asyncio.get_running_loop()
     previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}

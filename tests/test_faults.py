@@ -315,6 +315,29 @@ def test_a_tick_against_every_slow_server_at_once_ends_well_inside_its_lease(
     assert summary["retried"] + summary["released"] == 3
 
 
+def test_the_default_lease_is_the_documented_225_seconds() -> None:
+    settings = load_settings({"db": "unused.db"}, env={})
+    assert settings.lease_ms == (50 + 10 * 10 + 3 * 5 + 60) * 1000 == 225_000
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("DUEQUEUE_WEBHOOK_BLOCK_PRIVATE", "maybe", "is not a yes/no value"),
+        ("DUEQUEUE_BUSY_TIMEOUT", "0", "must be greater than 0"),
+    ],
+)
+def test_a_bad_safety_setting_stops_the_tick_before_it_claims(
+    db_path: Path, name: str, value: str, message: str
+) -> None:
+    add_due(db_path, [("webhook", "http://127.0.0.1:9/")])
+    r = run_cli(db_path, "tick", env={name: value})
+    assert (r.returncode, r.stderr.count("\n")) == (1, 1)
+    assert r.stderr.startswith(f"duequeue: error: {name}: ")
+    assert message in r.stderr
+    assert errors(db_path) == []
+
+
 # -- a locked database mid-tick ----------------------------------------------------------------
 
 

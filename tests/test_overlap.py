@@ -112,6 +112,19 @@ def test_concurrent_adds_on_a_fresh_database_all_land(tmp_path: Path) -> None:
     assert targets(db) == 8
 
 
+def test_concurrent_adds_of_one_key_land_once(db_path: Path) -> None:
+    add_due(db_path, 0, [])  # an existing database: the race is on the key alone
+    procs = [
+        spawn_cli(db_path, "add", "--at", "+1h", "--webhook", "https://e.example/", "--key", "k")
+        for _ in range(6)
+    ]
+    results = [finish(p) for p in procs]
+    assert [code for code, _, _ in results] == [0] * 6
+    assert {out for _, out, _ in results} == {"1\n"}
+    assert sum("exists as reminder 1" in err for _, _, err in results) == 5
+    assert targets(db_path) == 1
+
+
 def test_a_tick_killed_mid_delivery_loses_nothing_and_never_resends_what_it_recorded(
     db_path: Path, http: HttpSink
 ) -> None:
@@ -152,6 +165,8 @@ def test_a_tick_killed_mid_delivery_loses_nothing_and_never_resends_what_it_reco
     # The at-least-once window: a request the receiver took but the dead tick never recorded
     # goes out once more, with the same webhook-id for the receiver to drop.
     assert resent == [2] * 30
+    r = run_cli(db_path, "inspect", "--all", "--json")
+    assert {row["state"] for row in json.loads(r.stdout)} == {"done"}
 
 
 def test_a_killed_tick_does_not_hold_up_a_fresh_database_for_the_others(db_path: Path) -> None:
