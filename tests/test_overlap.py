@@ -169,6 +169,36 @@ def test_a_tick_killed_mid_delivery_loses_nothing_and_never_resends_what_it_reco
     assert {row["state"] for row in json.loads(r.stdout)} == {"done"}
 
 
+@pytest.mark.parametrize("seen", [1, 12, 24])
+def test_a_tick_killed_at_any_point_of_its_deliveries_recovers_with_one_send_per_target(
+    db_path: Path, http: HttpSink, seen: int
+) -> None:
+    # A slow receiver and few connections spread the tick's life out; the kill lands after
+    # `seen` requests arrived: some answered and recorded, some answered and not yet recorded,
+    # some in flight, some not started.
+    http.respond("/r", Reply(200, delay=0.02))
+    ids = add_due(db_path, 24, [http.url("/r")])
+    tick = spawn_cli(db_path, "tick", env={"DUEQUEUE_CONCURRENCY": "4"})
+    http.wait_for_requests(seen)
+    tick.send_signal(signal.SIGKILL)
+    finish(tick)
+    recorded = {r for r, _, o in ledger(db_path) if o == "sent"}
+
+    settings = load_settings({"db": str(db_path)}, env={})
+    later = from_ms(to_ms(datetime.now(UTC)) + settings.lease_ms + 1000)
+    store = SQLiteStore(db_path)
+    try:
+        run_tick(store, settings, later, lambda: to_ms(later), None)
+    finally:
+        store.close()
+
+    assert sorted(r for r, _, o in ledger(db_path) if o == "sent") == ids
+    per_rid = collections.Counter(int(r.headers["webhook-id"].split("_")[1]) for r in http.requests)
+    assert set(per_rid) == set(ids)
+    assert {per_rid[r] for r in recorded} <= {1}  # recorded as sent: never sent again
+    assert set(per_rid.values()) <= {1, 2}  # at most one copy, from the unrecorded window
+
+
 def test_a_killed_tick_does_not_hold_up_a_fresh_database_for_the_others(db_path: Path) -> None:
     # SIGKILL right after start, whatever it was doing: the database stays usable.
     add_due(db_path, 5, ["http://127.0.0.1:9/x"])
