@@ -6,6 +6,8 @@ in every view and form, and settings that are wrong in ways that tempt a message
 """
 
 import base64
+import socket
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 
 from tests.e2e import Cli
 from tests.procs import run_cli
+from tests.rawserver import RawServer
 from tests.servers import HttpSink, Reply, SmtpSink
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
@@ -102,6 +105,45 @@ def test_a_wrong_secret_setting_is_refused_without_quoting_it_by_a_real_process(
     assert r.stderr.count("\n") == 1
     assert "Traceback" not in r.stderr
     assert_clean(r.stdout, r.stderr)
+
+
+def echo_auth(conn: socket.socket, stopping: threading.Event) -> None:
+    """An SMTP server that quotes the client's AUTH command back in its refusal."""
+    conn.sendall(b"220 echo.example ESMTP\r\n")
+    reader = conn.makefile("rb")
+    while not stopping.is_set():
+        try:
+            line = reader.readline()
+        except TimeoutError:
+            continue
+        if not line:
+            return
+        verb = line[:4].upper()
+        if verb in (b"EHLO", b"HELO"):
+            conn.sendall(b"250-echo.example\r\n250 AUTH PLAIN\r\n")
+        elif verb == b"AUTH":
+            conn.sendall(b"535 5.7.8 rejected: " + line.strip() + b"\r\n")
+        else:
+            conn.sendall(b"221 bye\r\n")
+            return
+
+
+def test_an_smtp_server_echoing_the_auth_command_does_not_leak_the_password(
+    db_path: Path,
+) -> None:
+    with RawServer(echo_auth) as server:
+        env = {
+            "DUEQUEUE_SMTP_URL": f"smtp://alice:{PASSWORD}@127.0.0.1:{server.port}",
+            "DUEQUEUE_EMAIL_FROM": "r@example.com",
+        }
+        cli = Cli(db_path, T0, env)
+        cli.add("--at", "now", "--email", "bob@example.com")
+        r = cli("tick")
+    plain = base64.b64encode(f"\0alice\0{PASSWORD}".encode()).decode()
+    assert r.code == 0
+    assert "SMTP authentication failed: 535 5.7.8 rejected: AUTH PLAIN ***" in ledger_text(db_path)
+    assert plain not in ledger_text(db_path)
+    assert_clean(r.out, r.err, ledger_text(db_path), cli("inspect", "--all").out)
 
 
 def test_a_down_smtp_server_is_reported_without_the_password(db_path: Path) -> None:

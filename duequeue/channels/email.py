@@ -1,6 +1,7 @@
 """The email channel: send messages over one reused SMTP connection, return an Outcome."""
 
 import asyncio
+import base64
 import contextlib
 import email.policy
 import re
@@ -283,9 +284,18 @@ class EmailChannel:
 
     def _redact(self, text: str) -> str:
         text = " ".join(text.split())
-        password = self._settings.password
+        settings = self._settings
+        password = settings.password
         # A very short password would match everywhere; such a value cannot be hidden this way.
-        return text.replace(password, "***") if password and len(password) >= 4 else text
+        if not password or len(password) < 4:
+            return text
+        # Also what AUTH PLAIN and AUTH LOGIN put on the wire: a server that echoes the command
+        # in its error reply would otherwise leak the password in base64.
+        wire = (f"\0{settings.user or ''}\0{password}", password)
+        forms = [password, *(base64.b64encode(w.encode()).decode() for w in wire)]
+        for form in sorted(forms, key=len, reverse=True):
+            text = text.replace(form, "***")
+        return text
 
 
 def _timed_out(exc: BaseException) -> bool:
