@@ -40,14 +40,28 @@ def run_cli(
     )
 
 
+_spawned: list["subprocess.Popen[str]"] = []
+
+
 def spawn_cli(
     db: Path, *args: str, env: Mapping[str, str] | None = None
 ) -> "subprocess.Popen[str]":
-    """Start one command in the background, with its output piped."""
-    return subprocess.Popen(
+    """Start one command in the background, with its output piped; `reap()` ends it."""
+    proc = subprocess.Popen(
         cli_args(*args),
         env=cli_env(db, env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    _spawned.append(proc)
+    return proc
+
+
+def reap() -> None:
+    """Kill what `spawn_cli` started and a failed test left running, so nothing outlives it."""
+    while _spawned:
+        proc = _spawned.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=LIMIT_S)

@@ -27,10 +27,16 @@ from duequeue.store.sqlite import SQLiteStore
 from duequeue.tick import TickSummary
 from duequeue.timefmt import from_ms, to_ms
 from tests import rawserver
-from tests.procs import LIMIT_S, run_cli, spawn_cli
+from tests.procs import LIMIT_S, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply, SmtpSink
 
 FROM = "reminders@example.com"
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    yield
+    reap()
 
 
 @pytest.fixture

@@ -21,8 +21,14 @@ from duequeue.service import run_tick
 from duequeue.store.base import NewReminder, NewTarget
 from duequeue.store.sqlite import SQLiteStore
 from duequeue.timefmt import from_ms, to_ms
-from tests.procs import LIMIT_S, run_cli, spawn_cli
+from tests.procs import LIMIT_S, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    yield
+    reap()
 
 
 @pytest.fixture
