@@ -62,6 +62,7 @@ def add_due(db: Path, targets: list[tuple[str, str]], n: int = 1) -> list[int]:
 def errors(db: Path) -> list[tuple[int, str, str | None]]:
     """Return (reminder, outcome, error) of every ledger row, in order."""
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.setbusytimeout(5000)  # a reader can meet a writer's brief WAL recovery
     try:
         rows = conn.execute("SELECT reminder_id, outcome, error FROM deliveries ORDER BY id")
         return [(int(r), str(o), e) for r, o, e in rows.fetchall()]
@@ -98,7 +99,7 @@ class Lines:
         threading.Thread(target=lambda: [self.lines.put(x) for x in stream], daemon=True).start()
 
     def wait_for(self, fragment: str) -> str:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + LIMIT_S
         while (left := deadline - time.monotonic()) > 0:
             try:
                 line = self.lines.get(timeout=left)
@@ -122,7 +123,7 @@ def test_a_stop_signal_finishes_the_delivery_in_flight_releases_the_rest_and_die
     # One webhook at a time: the held one is in flight, the other three wait their turn.
     proc = spawn_cli(db_path, "tick", "--json", env={"DUEQUEUE_CONCURRENCY": "1"})
     stderr = Lines(proc)
-    http.wait_for_requests(1)
+    http.wait_for_requests(1, timeout=LIMIT_S)
     proc.send_signal(sig)
     stderr.wait_for(f"duequeue: {sig.name}: stopping")
     http.release()  # the receiver answers the request that was in flight
@@ -149,7 +150,7 @@ def test_a_second_stop_signal_abandons_the_delivery_in_flight_and_releases_every
     add_due(db_path, [("webhook", http.url("/rest"))], n=2)
     proc = spawn_cli(db_path, "tick", "--json", env={"DUEQUEUE_CONCURRENCY": "1"})
     stderr = Lines(proc)
-    http.wait_for_requests(1)
+    http.wait_for_requests(1, timeout=LIMIT_S)
     proc.send_signal(signal.SIGTERM)
     stderr.wait_for("deliveries in flight finish")
     proc.send_signal(signal.SIGTERM)
@@ -177,7 +178,10 @@ def test_an_smtp_server_stopped_mid_tick_fails_the_rest_and_a_later_tick_deliver
         env = {"DUEQUEUE_SMTP_URL": smtp.url, "DUEQUEUE_EMAIL_FROM": FROM}
         ids = [add_due(db_path, [("email", f"{x}@example.com")])[0] for x in "abcde"]
         proc = spawn_cli(db_path, "tick", "--json", env=env)
-        smtp.wait_for_data_attempts(3)  # a and b accepted; c's data arrived, never answered
+        # Emails go out one at a time, oldest row first: a and b are accepted, then c's data
+        # arrives and is never answered.
+        smtp.wait_for_data_attempts(3, timeout=LIMIT_S)
+        assert len(smtp.messages) == 2
         smtp.stop()  # the server dies with c in flight; d and e find it gone
         out, err = proc.communicate(timeout=LIMIT_S)
         assert proc.returncode == 0, err
@@ -186,9 +190,8 @@ def test_an_smtp_server_stopped_mid_tick_fails_the_rest_and_a_later_tick_deliver
         outcome = {r: (o, e) for r, o, e in errors(db_path)}
         assert outcome[ids[2]][0] == "failed"
         assert "(during DATA; delivery unknown)" in str(outcome[ids[2]][1])
-        assert {str(outcome[i][1]) for i in ids[3:]} == {
-            f"SMTP connection refused ({smtp.url[7:]})"
-        }
+        refused = f"SMTP connection refused ({smtp.url.removeprefix('smtp://')})"
+        assert {str(outcome[i][1]) for i in ids[3:]} == {refused}
 
         smtp.hold = frozenset()
         smtp.start()
@@ -215,7 +218,8 @@ def test_an_smtp_server_that_drips_its_replies_is_cut_at_the_channel_timeout(
     assert summary["retried"] == 1
     [(_, outcome, error)] = errors(db_path)
     assert (outcome, error) == ("failed", f"SMTP timeout after 0.5s (127.0.0.1:{server.port})")
-    assert elapsed < 0.5 * 2 + 1.5  # the attempt, one more timeout for QUIT, process start-up
+    # A drip never ends by itself: without the whole-attempt bound this tick would not end.
+    assert elapsed < 10
 
 
 def test_an_smtp_server_that_is_down_or_unknown_is_a_recorded_failure(db_path: Path) -> None:
@@ -261,7 +265,7 @@ def test_a_response_dripped_a_byte_at_a_time_is_cut_at_the_timeout(db_path: Path
         outcome, error = webhook_fault(db_path, server.url())
         elapsed = time.monotonic() - started
     assert (outcome, error) == ("failed", "timeout after 0.5s")
-    assert elapsed < 3
+    assert elapsed < 10  # the drip never ends by itself
 
 
 def test_an_enormous_response_body_is_read_only_up_to_the_cap(db_path: Path) -> None:
@@ -273,7 +277,7 @@ def test_an_enormous_response_body_is_read_only_up_to_the_cap(db_path: Path) -> 
     assert outcome == "failed"
     assert error.startswith("HTTP 500: xxxx")
     assert len(error) < 300
-    assert elapsed < 3  # a gigabyte was offered; 64 KiB were read
+    assert elapsed < 10  # a gigabyte was offered, as fast as it could be taken; 64 KiB were read
 
 
 def test_a_redirect_loop_is_not_followed(db_path: Path, http: HttpSink) -> None:
@@ -309,14 +313,16 @@ def test_a_tick_against_every_slow_server_at_once_ends_well_inside_its_lease(
             "DUEQUEUE_CHANNEL_TIMEOUT": "0.3",
             "DUEQUEUE_TICK_BUDGET": "1",
         }
+        # In-process, so that only the tick is timed, not an interpreter starting up.
         started = time.monotonic()
-        summary = tick_json(db_path, env)
+        result = tick_later(db_path, 0, env)
         elapsed = time.monotonic() - started
     settings = load_settings({"db": str(db_path)}, env=env)
     # No delivery starts after the budget and each attempt, email included, ends within the
     # timeout; closing SMTP takes one more. That is the arithmetic the lease is built on.
-    assert elapsed < settings.tick_budget + 2 * settings.channel_timeout + 1.5
+    assert elapsed < settings.tick_budget + 2 * settings.channel_timeout + 1
     assert elapsed * 1000 < settings.lease_ms
+    summary = result.as_json()
     assert summary["claimed"] == 3
     assert summary["retried"] + summary["released"] == 3
 
@@ -353,7 +359,7 @@ def test_a_database_locked_mid_tick_stops_it_with_one_line_and_loses_nothing(
     http.respond("/r", Reply(200, hold=True))
     [rid] = add_due(db_path, [("webhook", http.url("/r"))])
     proc = spawn_cli(db_path, "tick", env={"DUEQUEUE_BUSY_TIMEOUT": "0.2"})
-    http.wait_for_requests(1)
+    http.wait_for_requests(1, timeout=LIMIT_S)
     lock = apsw.Connection(str(db_path))
     lock.execute("BEGIN EXCLUSIVE")  # taken while the delivery is in flight
     try:

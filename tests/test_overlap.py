@@ -55,6 +55,7 @@ def add_due(db: Path, n: int, urls: list[str]) -> list[int]:
 def ledger(db: Path) -> list[tuple[int, int, str]]:
     """Return (reminder, target, outcome) of every ledger row."""
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.setbusytimeout(5000)  # a reader can meet a writer's brief WAL recovery
     try:
         rows = conn.execute("SELECT reminder_id, target_id, outcome FROM deliveries").fetchall()
         return [(int(r), int(t), str(o)) for r, t, o in rows]
@@ -64,6 +65,7 @@ def ledger(db: Path) -> list[tuple[int, int, str]]:
 
 def targets(db: Path) -> int:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.setbusytimeout(5000)  # a reader can meet a writer's brief WAL recovery
     try:
         return int(conn.execute("SELECT count(*) FROM targets").fetchall()[0][0])
     finally:
@@ -71,8 +73,8 @@ def targets(db: Path) -> int:
 
 
 def wait_for(condition: "collections.abc.Callable[[], bool]", what: str) -> None:
-    """Poll an observable condition (ledger rows, files) for at most 10 s."""
-    deadline = time.monotonic() + 10
+    """Poll an observable condition (ledger rows, files), bounded by LIMIT_S."""
+    deadline = time.monotonic() + LIMIT_S
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
@@ -139,7 +141,7 @@ def test_a_tick_killed_mid_delivery_loses_nothing_and_never_resends_what_it_reco
     http.respond("/r", *[Reply(200)] * 10, Reply(hang=True))
     ids = add_due(db_path, 40, [http.url("/r")])
     tick = spawn_cli(db_path, "tick", env={"DUEQUEUE_CONCURRENCY": "64"})
-    http.wait_for_requests(40)
+    http.wait_for_requests(40, timeout=LIMIT_S)
     wait_for(lambda: len(ledger(db_path)) == 10, "ten recorded deliveries")
     tick.send_signal(signal.SIGKILL)
     assert finish(tick)[0] == -signal.SIGKILL
@@ -185,7 +187,7 @@ def test_a_tick_killed_at_any_point_of_its_deliveries_recovers_with_one_send_per
     http.respond("/r", Reply(200, delay=0.02))
     ids = add_due(db_path, 24, [http.url("/r")])
     tick = spawn_cli(db_path, "tick", env={"DUEQUEUE_CONCURRENCY": "4"})
-    http.wait_for_requests(seen)
+    http.wait_for_requests(seen, timeout=LIMIT_S)
     tick.send_signal(signal.SIGKILL)
     finish(tick)
     recorded = {r for r, _, o in ledger(db_path) if o == "sent"}

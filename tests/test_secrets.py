@@ -35,6 +35,7 @@ def assert_clean(*texts: str) -> None:
 
 def ledger_text(db: Path) -> str:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.setbusytimeout(5000)  # a reader can meet a writer's brief WAL recovery
     try:
         rows = conn.execute(
             "SELECT error FROM deliveries UNION ALL SELECT last_error FROM reminders "

@@ -31,6 +31,7 @@ def digest(path: Path) -> str:
 
 def reminder_count(db: Path) -> int:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.setbusytimeout(5000)  # a reader can meet a writer's brief WAL recovery
     try:
         return int(conn.execute("SELECT count(*) FROM reminders").fetchall()[0][0])
     finally:
