@@ -60,7 +60,7 @@ def _settings(ctx: typer.Context, **flags: Any) -> Any:
 def _store(settings: Any) -> Any:
     from duequeue.store import open_store
 
-    return open_store(settings.db)
+    return open_store(settings.db, settings.busy_timeout)
 
 
 @app.callback()
@@ -244,6 +244,10 @@ def tick(
         typer.echo(json.dumps(summary.as_json()))
     else:
         typer.echo(f"tick: {summary.line()}")
+    if summary.stopped_by:
+        from duequeue.stopsignal import die_by
+
+        die_by(summary.stopped_by)  # everything is written back; now end as the signal asks
 
 
 @app.command()

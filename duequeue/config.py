@@ -31,6 +31,8 @@ class Settings:
     tick_budget: float = 50.0
     concurrency: int = 64
     tz: str = "UTC"
+    busy_timeout: float = 5.0
+    webhook_block_private: bool = False
 
     @property
     def retry_policy(self) -> RetryPolicy:
@@ -41,11 +43,17 @@ class Settings:
     def lease_ms(self) -> int:
         """Return how long a tick holds the rows it claims.
 
-        Longer than the slowest possible delivery of a batch: no delivery starts after the budget,
-        and one that has started ends within its timeout (an SMTP send may wait on a few replies,
-        each under the timeout), plus a margin for the write-back.
+        Longer than the slowest possible delivery of a batch, so a live tick never has its rows
+        taken: no delivery starts after the budget; one that has started ends within the channel
+        timeout, which bounds a whole attempt (webhook: connect to last byte; email: connect,
+        TLS, login and the transaction, cut by a watchdog); closing the SMTP connection takes
+        at most one more timeout; recording the last outcomes, writing back and releasing each
+        wait at most the busy timeout. The 10x timeout and the minute on top are headroom, not
+        arithmetic: a lease too long only delays recovery after a crash.
         """
-        return round((self.tick_budget + 10 * self.channel_timeout + 60) * 1000)
+        return round(
+            (self.tick_budget + 10 * self.channel_timeout + 3 * self.busy_timeout + 60) * 1000
+        )
 
 
 _ENV_PREFIX = "DUEQUEUE_"
@@ -123,15 +131,17 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
         raw = merged[f.name]
         label = _ENV_PREFIX + f.name.upper()
         try:
-            if f.type in (int, "int"):
-                value: Any = int(raw)
+            if f.type in (bool, "bool"):
+                value: Any = _parse_bool(raw, label)
+            elif f.type in (int, "int"):
+                value = int(raw)
             elif f.type in (float, "float"):
                 value = float(raw)
             else:
                 value = str(raw)
         except (TypeError, ValueError):
             raise ConfigError(f"{label}: {raw!r} is not a number") from None
-        if isinstance(value, int | float) and value <= 0:
+        if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
             raise ConfigError(f"{label}: must be greater than 0, got {raw!r}")
         values[f.name] = value
     settings = Settings(**values)
@@ -143,6 +153,19 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
     if settings.smtp_url is not None:
         parse_smtp_url(settings.smtp_url, env)
     return settings
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _parse_bool(raw: Any, label: str) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in _TRUE | _FALSE:
+        return text in _TRUE
+    raise ConfigError(f"{label}: {raw!r} is not a yes/no value (use 1/0, true/false, yes/no)")
 
 
 def masked(settings: Settings) -> dict[str, Any]:

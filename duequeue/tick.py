@@ -21,6 +21,9 @@ from duequeue.store.base import Claimed, DeliveryRecord, Store, Target, WriteBac
 from duequeue.timefmt import from_ms, to_ms
 
 if TYPE_CHECKING:
+    import asyncio
+    import signal
+
     from duequeue.schedule import Rule
 
 
@@ -37,6 +40,7 @@ class TickOptions:
     smtp_url: str | None = None
     email_from: str | None = None
     webhook_secret: str | None = None
+    webhook_block_private: bool = False
 
 
 @dataclass(slots=True)
@@ -54,6 +58,7 @@ class TickSummary:
     deliveries_failed: int = 0
     max_lateness_ms: int | None = None
     errors: list[str] = field(default_factory=list)  # rows the tick could not handle
+    stopped_by: str | None = None  # SIGTERM / SIGINT that cut the tick short, see stopsignal
 
     def as_json(self) -> dict[str, Any]:
         """Return the stable JSON form of the summary."""
@@ -73,6 +78,7 @@ class TickSummary:
             f"released {self.released}; deliveries {self.deliveries_sent} sent, "
             f"{self.deliveries_failed} failed; max lateness {lateness}"
             + "".join(f"; error: {e}" for e in self.errors)
+            + (f"; stopped by {self.stopped_by}" if self.stopped_by else "")
         )
 
 
@@ -92,12 +98,15 @@ def tick(
     run = _Run(store, now, options, clock, owner, summary)
     try:
         asyncio.run(run.deliver(claimed))
-    except BaseException:
+    except BaseException as exc:
         # Whatever stopped us (a store error, Ctrl-C), hand the unfinished rows back now rather
         # than leaving them leased; the ledger keeps the next tick from re-sending what went out.
         unfinished = [r.id for r in claimed if r.id not in run.finished]
         with contextlib.suppress(Exception):
             store.release(owner, unfinished, now)
+        if isinstance(exc, asyncio.CancelledError) and summary.stopped_by:
+            summary.released += len(unfinished)  # a second stop signal: see _Run._stop
+            return summary
         raise
     return summary
 
@@ -117,14 +126,17 @@ class _Run:
         self.store, self.now, self.options, self.clock = store, now, options, clock
         self.owner, self.summary = owner, summary
         self.finished: set[int] = set()
+        self.task: asyncio.Task[Any] | None = None
 
     async def deliver(self, rows: Sequence[Claimed]) -> None:
         import asyncio
 
         from duequeue.channels.dispatch import Dispatcher
+        from duequeue.stopsignal import on_stop_signals
 
         loop = asyncio.get_running_loop()
         self.deadline = loop.time() + self.options.budget_s
+        self.task = asyncio.current_task()
         self.limits = {
             "webhook": asyncio.Semaphore(self.options.webhook_concurrency),
             # One SMTP connection serves the whole tick, so emails go out one at a time; taking
@@ -141,9 +153,20 @@ class _Run:
             email_from=o.email_from,
             webhook_secret=o.webhook_secret,
             max_connections=o.webhook_concurrency,
+            webhook_block_private=o.webhook_block_private,
         ) as dispatcher:
             self.dispatcher = dispatcher
-            await asyncio.gather(*(self._row(row) for row in rows))
+            async with on_stop_signals(self._stop):
+                await asyncio.gather(*(self._row(row) for row in rows))
+
+    def _stop(self, sig: "signal.Signals") -> None:
+        # Graceful stop: nothing new starts (the budget check sees a deadline passed), what is
+        # in flight finishes and is written back, and unstarted rows are released. A second
+        # signal stops waiting: in-flight sends are abandoned unrecorded and their rows released.
+        if self.summary.stopped_by is not None and self.task is not None:
+            self.task.cancel()
+        self.deadline = float("-inf")
+        self.summary.stopped_by = sig.name
 
     async def _row(self, row: Claimed) -> None:
         try:

@@ -15,6 +15,7 @@ import httpx
 
 from duequeue import __version__
 from duequeue.channels.base import Message, Outcome
+from duequeue.channels.netguard import BlockedAddressError
 from duequeue.channels.signing import parse_secret, sign_with_key
 from duequeue.timefmt import iso, to_ms
 
@@ -60,6 +61,7 @@ class WebhookChannel:
         max_connections: int = 100,
         max_response_bytes: int = 65536,
         transport: httpx.AsyncBaseTransport | None = None,
+        block_private: bool = False,
     ) -> None:
         self._key = parse_secret(secret) if secret is not None else None
         self._timeout = timeout
@@ -67,23 +69,30 @@ class WebhookChannel:
         self._max_connections = max_connections
         self._max_response_bytes = max_response_bytes
         self._transport = transport
+        self._block_private = block_private
         self._client: httpx.AsyncClient | None = None
         self._slots: asyncio.Semaphore | None = None
 
     async def __aenter__(self) -> "WebhookChannel":
         """Open the pooled HTTP client."""
         self._slots = asyncio.Semaphore(self._max_connections)
+        limits = httpx.Limits(
+            max_connections=self._max_connections,
+            max_keepalive_connections=self._max_connections,
+        )
+        transport = self._transport
+        if transport is None and self._block_private:
+            from duequeue.channels.netguard import GuardedTransport
+
+            transport = GuardedTransport(verify=_tls_context(), limits=limits)
         self._client = httpx.AsyncClient(
-            transport=self._transport,
+            transport=transport,
             verify=_tls_context(),
             follow_redirects=False,
             # No pool timeout: the semaphore already bounds requests to the pool size, and the
             # whole attempt runs under asyncio.timeout(self._timeout).
             timeout=httpx.Timeout(self._timeout, pool=None),
-            limits=httpx.Limits(
-                max_connections=self._max_connections,
-                max_keepalive_connections=self._max_connections,
-            ),
+            limits=limits,
             headers={
                 "content-type": "application/json",
                 "user-agent": f"duequeue/{__version__}",
@@ -134,6 +143,8 @@ class WebhookChannel:
                         retry_header = response.headers.get("retry-after")
             except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
                 return Outcome("permanent", _redact(f"invalid webhook URL: {exc}", url))
+            except BlockedAddressError as exc:
+                return Outcome("permanent", str(exc))
             except (TimeoutError, httpx.TransportError) as exc:
                 if status is not None and 200 <= status < 300:
                     # The receiver accepted the event; only its response body went wrong.
