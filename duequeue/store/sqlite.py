@@ -36,6 +36,10 @@ _VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
         AND d.fire_at = r.last_fired_at AND d.outcome = 'sent')"""
 
 
+_ANY_DUE = """SELECT 1 FROM reminders WHERE next_fire_at <= :now AND error_count < :max
+    AND (lease_until IS NULL OR lease_until < :now) LIMIT 1"""
+
+
 def schema_sql() -> str:
     """Return the schema shipped inside the package."""
     return files("duequeue").joinpath("schema.sql").read_text(encoding="utf-8")
@@ -150,6 +154,9 @@ class SQLiteStore(Store):
     def claim_due(
         self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str
     ) -> list[Claimed]:
+        # A read first: the usual tick (nothing due) then never takes the write lock.
+        if not _fetch(self._conn, _ANY_DUE, {"now": now, "max": max_errors}):
+            return []
         with self._write() as cur:
             rows = _fetch(
                 cur,
@@ -175,10 +182,16 @@ class SQLiteStore(Store):
             # RETURNING gives no order; the tick wants the oldest due first.
             rows.sort(key=lambda row: (row[11], row[0]))
             targets = self._targets(cur, [int(row[0]) for row in rows])
+            ledger = self._ledger_state(cur, [(int(row[0]), int(row[9])) for row in rows])
             claimed = []
+            nothing: tuple[frozenset[int], frozenset[int], dict[int, int]] = (
+                frozenset(),
+                frozenset(),
+                {},
+            )
             for row in rows:
                 rid, fire_at = int(row[0]), int(row[9])
-                sent, permanent, attempts = self._ledger_state(cur, rid, fire_at)
+                sent, permanent, attempts = ledger.get(rid, nothing)
                 claimed.append(
                     Claimed(
                         id=rid,
@@ -333,23 +346,32 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _ledger_state(
-        cur: apsw.Cursor, reminder_id: int, fire_at: int
-    ) -> tuple[frozenset[int], frozenset[int], dict[int, int]]:
-        sent: set[int] = set()
-        permanent: set[int] = set()
-        attempts: dict[int, int] = {}
-        for tid, outcome, n in _fetch(
+        cur: apsw.Cursor, fires: Sequence[tuple[int, int]]
+    ) -> dict[int, tuple[frozenset[int], frozenset[int], dict[int, int]]]:
+        """Return, per reminder, its targets sent and failed for good, and attempts so far, for
+        the fire being claimed; rows without ledger entries for that fire are left out."""
+        found: dict[int, tuple[set[int], set[int], dict[int, int]]] = {}
+        # One statement for the whole batch (a query per row cost more than the claim itself);
+        # each (reminder, fire) pair is looked up through the deliveries_fire index.
+        for rid, tid, outcome, n in _fetch(
             cur,
-            """SELECT target_id, outcome, count(*) FROM deliveries
-               WHERE reminder_id = ? AND fire_at = ? GROUP BY target_id, outcome""",
-            (reminder_id, fire_at),
+            """SELECT d.reminder_id, d.target_id, d.outcome, count(*)
+               FROM json_each(?) AS f
+               JOIN deliveries AS d
+                 ON d.reminder_id = f.value ->> 0 AND d.fire_at = f.value ->> 1
+               GROUP BY d.reminder_id, d.target_id, d.outcome""",
+            ("[" + ",".join(f"[{int(r)},{int(f)}]" for r, f in fires) + "]",),
         ):
+            sent, permanent, attempts = found.setdefault(int(rid), (set(), set(), {}))
             attempts[tid] = attempts.get(tid, 0) + int(n)
             if outcome == "sent":
                 sent.add(tid)
             elif outcome == "permanent":
                 permanent.add(tid)
-        return frozenset(sent), frozenset(permanent), attempts
+        return {
+            rid: (frozenset(sent), frozenset(permanent), attempts)
+            for rid, (sent, permanent, attempts) in found.items()
+        }
 
 
 Row = tuple[Any, ...]
