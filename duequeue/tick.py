@@ -7,17 +7,22 @@ while the lease is still ours. A crash between a send and its ledger row is the 
 target can be sent again; the stable webhook-id / Message-ID lets the receiver drop that copy.
 """
 
+from __future__ import annotations
+
 import contextlib
-import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
 
-from duequeue.channels.base import Message, Outcome, delivery_id
 from duequeue.policy import RetryPolicy, Verdict, decide
 from duequeue.store.base import Claimed, DeliveryRecord, Store, Target, WriteBack
 from duequeue.timefmt import from_ms, to_ms
+
+if TYPE_CHECKING:
+    # Imported where rows are delivered: a tick with nothing due must not pay for them.
+    from duequeue.channels.base import Outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +92,11 @@ def tick(
     try:
         asyncio.run(run.deliver(claimed))
     except BaseException:
-        # Whatever stopped us (a store error, Ctrl-C), hand the unfinished rows back now rather
-        # than leaving them leased; the ledger keeps the next tick from re-sending what went out.
+        # Whatever stopped us (a store error, Ctrl-C): first commit the outcomes already known,
+        # so no target that got its fire is sent it again, then hand the unfinished rows back
+        # now rather than leaving them leased.
+        with contextlib.suppress(Exception):
+            run.commit.flush()
         unfinished = [r.id for r in claimed if r.id not in run.finished]
         with contextlib.suppress(Exception):
             store.release(owner, unfinished, now)
@@ -108,22 +116,28 @@ class _Run:
         owner: str,
         summary: TickSummary,
     ) -> None:
+        from duequeue.groupcommit import GroupCommit
+
         self.store, self.now, self.options, self.clock = store, now, options, clock
         self.owner, self.summary = owner, summary
-        self.finished: set[int] = set()
+        self.finished: set[int] = set()  # rows written back or released, committed
+        self.counters: dict[int, str] = {}  # row id -> summary counter its write-back adds to
+        self.commit = GroupCommit(
+            store, owner, now, on_written=self._written, on_released=self._released
+        )
 
     async def deliver(self, rows: Sequence[Claimed]) -> None:
         import asyncio
 
         from duequeue.channels.dispatch import Dispatcher
 
-        loop = asyncio.get_running_loop()
-        self.deadline = loop.time() + self.options.budget_s
+        self.loop = asyncio.get_running_loop()
+        self.deadline = self.loop.time() + self.options.budget_s
         self.limits = {
             "webhook": asyncio.Semaphore(self.options.webhook_concurrency),
             # One SMTP connection serves the whole tick, so emails go out one at a time; taking
             # the turn here lets the budget check below stop emails that have not started.
-            "email": asyncio.Semaphore(1),
+            "email": asyncio.Semaphore(2),
         }
         needs = {t.channel for r in rows for t in r.targets}
         o = self.options
@@ -138,66 +152,72 @@ class _Run:
         ) as dispatcher:
             self.dispatcher = dispatcher
             await asyncio.gather(*(self._row(row) for row in rows))
+        self.commit.flush()
 
     async def _row(self, row: Claimed) -> None:
-        import asyncio
-
         lateness = self.now - row.fire_at
         if row.misfire_grace_ms is not None and lateness > row.misfire_grace_ms:
             self._write(_skip(row, self.now), "skipped")
             return
         s = self.summary
         s.max_lateness_ms = max(s.max_lateness_ms or 0, lateness)
-        msg = Message(
-            reminder_id=row.id,
-            fire_at=from_ms(row.fire_at),
-            subject=row.subject,
-            body=row.body,
-            data=None if row.data is None else json.loads(row.data),
-            delivery_id="",
-        )
-        results = await asyncio.gather(*(self._target(row, msg, t) for t in row.targets))
+        fire_at = from_ms(row.fire_at)
+        import json
+
+        data = None if row.data is None else json.loads(row.data)
+        targets = row.targets
+        results: Sequence[Outcome | None]
+        if len(targets) == 1:
+            # One target (the common case): no task to fan out to.
+            results = [await self._target(row, fire_at, data, targets[0])]
+        else:
+            import asyncio
+
+            results = await asyncio.gather(*(self._target(row, fire_at, data, t) for t in targets))
         if any(r is None for r in results):
             # The budget ran out before some target was tried: the next tick takes the row,
             # and the ledger keeps it from re-sending the targets this tick already reached.
-            s.released += self.store.release(self.owner, [row.id], self.now)
-            self.finished.add(row.id)
+            self.commit.release(row.id)
             return
-        outcomes = [(_label(t), o) for t, o in zip(row.targets, results, strict=True) if o]
+        outcomes = [(_label(t), o) for t, o in zip(targets, results, strict=True) if o]
         verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes)
         self._write(wb, _COUNTERS[verdict])
 
-    async def _target(self, row: Claimed, msg: Message, target: Target) -> Outcome | None:
-        import asyncio
+    async def _target(
+        self, row: Claimed, fire_at: datetime, data: Any, target: Target
+    ) -> Outcome | None:
+        from duequeue.channels.base import Message, Outcome, delivery_id
 
         if target.id in row.sent:
             return Outcome("sent")
         if target.id in row.permanent:
             return Outcome("permanent", "refused for good on an earlier attempt")
         async with self.limits[target.channel]:
-            if asyncio.get_running_loop().time() >= self.deadline:
+            if self.loop.time() >= self.deadline or self.commit.failed:
+                # Out of time, or the store stopped taking outcomes: send nothing more. The row
+                # is released, and the final flush reports the store's error.
                 return None
-            one = Message(
-                msg.reminder_id,
-                msg.fire_at,
-                msg.subject,
-                msg.body,
-                msg.data,
+            msg = Message(
+                row.id,
+                fire_at,
+                row.subject,
+                row.body,
+                data,
                 delivery_id(row.id, row.fire_at, target.id),
             )
-            outcome = await self.dispatcher.send(one, target.channel, target.address)
-        self.store.record(
-            [
-                DeliveryRecord(
-                    reminder_id=row.id,
-                    target_id=target.id,
-                    fire_at=row.fire_at,
-                    outcome=outcome.status,
-                    error=outcome.error,
-                    attempt=row.attempts.get(target.id, 0) + 1,
-                    at=self.clock(),
-                )
-            ]
+            outcome = await self.dispatcher.send(msg, target.channel, target.address)
+        # Queued, not yet committed: the row's write-back or release is queued after this, and
+        # a flush commits outcomes first (groupcommit.py), so the lease outlives the record.
+        self.commit.record(
+            DeliveryRecord(
+                reminder_id=row.id,
+                target_id=target.id,
+                fire_at=row.fire_at,
+                outcome=outcome.status,
+                error=outcome.error,
+                attempt=row.attempts.get(target.id, 0) + 1,
+                at=self.clock(),
+            )
         )
         if outcome.status == "sent":
             self.summary.deliveries_sent += 1
@@ -206,13 +226,26 @@ class _Run:
         return outcome
 
     def _write(self, wb: WriteBack, counter: str) -> None:
-        self.finished.add(wb.reminder_id)
-        if not self.store.write_back(self.owner, self.now, [wb]):
-            return  # lease lost: the row's new owner decides; nothing of ours is counted
+        self.counters[wb.reminder_id] = counter
+        self.commit.write_back(wb)
+
+    def _written(self, items: Sequence[WriteBack], applied: int) -> None:
+        self.finished.update(wb.reminder_id for wb in items)
+        if applied < len(items):
+            # Some lease was lost (the tick outran it): those rows' new owner decides, and
+            # nothing of theirs should be counted. A batched write-back says how many applied,
+            # not which; the totals stay exact, the split over counters may not.
+            items = items[:applied]
         s = self.summary
-        setattr(s, counter, getattr(s, counter) + 1)
-        # Fires coalesced away behind the one just handled count as skipped too.
-        s.skipped += wb.skipped - (counter == "skipped")
+        for wb in items:
+            counter = self.counters.pop(wb.reminder_id)
+            setattr(s, counter, getattr(s, counter) + 1)
+            # Fires coalesced away behind the one just handled count as skipped too.
+            s.skipped += wb.skipped - (counter == "skipped")
+
+    def _released(self, ids: Sequence[int]) -> None:
+        self.finished.update(ids)
+        self.summary.released += len(ids)
 
 
 _COUNTERS = {
