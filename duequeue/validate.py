@@ -4,7 +4,6 @@ Every check raises BadInputError with one line naming the flag, so the CLI exits
 nothing.
 """
 
-import json
 import re
 from urllib.parse import urlsplit
 
@@ -69,6 +68,8 @@ def data(text: str | None) -> str | None:
     """Return the JSON text in canonical compact form, or raise."""
     if text is None:
         return None
+    import json  # here, not at the top: `tick` imports this module and never needs json
+
     try:
         value = json.loads(text)
     except ValueError as exc:
