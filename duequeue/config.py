@@ -38,11 +38,12 @@ class Settings:
     def lease_ms(self) -> int:
         """Return how long a tick holds the rows it claims.
 
-        Longer than the slowest possible delivery of a batch: no delivery starts after the budget,
-        and one that has started ends within its timeout (an SMTP send may wait on a few replies,
-        each under the timeout), plus a margin for the write-back.
+        Longer than the slowest possible delivery of a batch: no delivery is queued after the
+        budget, and one that has been ends within its timeout (an SMTP send may wait on a few
+        replies, each under the timeout; and one email may be queued behind the one on the
+        wire, hence twice that), plus a margin for the write-back.
         """
-        return round((self.tick_budget + 10 * self.channel_timeout + 60) * 1000)
+        return round((self.tick_budget + 20 * self.channel_timeout + 60) * 1000)
 
 
 _ENV_PREFIX = "DUEQUEUE_"

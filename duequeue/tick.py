@@ -30,7 +30,7 @@ class TickOptions:
     """What bounds one tick."""
 
     limit: int = 100
-    lease_ms: int = 210_000
+    lease_ms: int = 310_000
     budget_s: float = 50.0
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     webhook_concurrency: int = 64
@@ -135,8 +135,11 @@ class _Run:
         self.deadline = self.loop.time() + self.options.budget_s
         self.limits = {
             "webhook": asyncio.Semaphore(self.options.webhook_concurrency),
-            # One SMTP connection serves the whole tick, so emails go out one at a time; taking
-            # the turn here lets the budget check below stop emails that have not started.
+            # One SMTP connection serves the whole tick, so emails go out one at a time on its
+            # worker thread. Two may be handed over at once, so that the next is already built
+            # and waiting when the last reply comes (one at a time, the thread and the loop
+            # ping-ponged on every message); taking the turn here lets the budget check below
+            # stop emails not yet handed over. The lease (config.lease_ms) allows for two.
             "email": asyncio.Semaphore(2),
         }
         needs = {t.channel for r in rows for t in r.targets}
