@@ -137,7 +137,10 @@ class WebhookChannel:
                         status = response.status_code
                         # Read even a 2xx body so the connection goes back to the pool.
                         head = await _read_capped(response, self._max_response_bytes)
-                        retry_header = response.headers.get("retry-after")
+                        if status in _RETRY_AFTER_STATUSES:
+                            # Looked up only when it matters: a header lookup is a linear scan
+                            # of the headers, paid on every send otherwise.
+                            retry_header = response.headers.get("retry-after")
                     finally:
                         await response.aclose()
             except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
