@@ -68,8 +68,8 @@ def duequeue_env(db: Path, **settings: str) -> dict[str, str]:
     """Return an environment that runs this checkout's duequeue on `db`, nothing else set."""
     env = {k: v for k, v in python_env().items() if not k.startswith("DUEQUEUE_")}
     env["DUEQUEUE_DB"] = str(db)
-    env["DUEQUEUE_CONFIG"] = str(db.parent / "no-config.toml")
-    (db.parent / "no-config.toml").write_text("")
+    # No config file, as on a plain cron line: the default path, in an empty directory.
+    env["XDG_CONFIG_HOME"] = str(db.parent / "no-config-here")
     env.update({f"DUEQUEUE_{k.upper()}": v for k, v in settings.items()})
     return env
 
