@@ -87,8 +87,16 @@ def tick(
     if not claimed:
         return summary  # the common case, kept free of asyncio, httpx and smtplib
     import asyncio
+    import gc
 
     run = _Run(store, now, options, clock, owner, summary)
+    # A tick of thousands of rows keeps tens of thousands of tasks, futures and rows alive at
+    # once, and the default thresholds then run full collections over all of them again and
+    # again: about a fifth of the tick's CPU at 20,000 rows. Collect rarely instead (cycles are
+    # still freed), and leave what exists now (modules, the claimed rows) out of it.
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
     try:
         asyncio.run(run.deliver(claimed))
     except BaseException:
@@ -101,6 +109,9 @@ def tick(
         with contextlib.suppress(Exception):
             store.release(owner, unfinished, now)
         raise
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
     return summary
 
 

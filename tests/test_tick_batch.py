@@ -110,3 +110,17 @@ def test_a_tick_failing_half_way_keeps_every_sent_target_recorded(
     assert len(ids) == ROWS
     assert set(ids.values()) == {1}
     assert {v.state for v in store.list_view("all", NOW)} == {"done"}
+
+
+def test_a_tick_leaves_the_garbage_collector_as_it_found_it(db_path: Path, http: HttpSink) -> None:
+    import gc
+
+    store = WatchedStore(db_path)
+    fill(store, http.url("/r"), 3)
+    before = gc.get_threshold()
+
+    run_tick(store)
+
+    assert len(http.requests) == 3
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
