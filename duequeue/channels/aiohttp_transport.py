@@ -10,7 +10,7 @@ recognisable further up).
 
 import functools
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -21,15 +21,15 @@ import yarl
 class AiohttpTransport(httpx.AsyncBaseTransport):
     """Send httpx requests through one aiohttp session, opened on the first request."""
 
-    def __init__(self, *, ssl_context: ssl.SSLContext, max_connections: int) -> None:
+    def __init__(self, *, ssl_context: Callable[[], ssl.SSLContext], max_connections: int) -> None:
+        # A callable: loading the CA bundle costs tens of milliseconds, which a tick posting
+        # only to http:// URLs should not pay.
         self._ssl = ssl_context
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(
-            limit=self._max_connections, limit_per_host=0, ssl=self._ssl
-        )
+        connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0)
         # No cookie jar, no auto headers beyond what the request carries: a webhook POST is
         # exactly the request httpx built.
         self._session = aiohttp.ClientSession(
@@ -46,10 +46,12 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         if url.scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"unsupported URL scheme {url.scheme!r}")
         session = self._session or self._open()
+        tls: ssl.SSLContext | bool = self._ssl() if url.scheme == "https" else True
         try:
             response = await session.request(
                 request.method,
                 _yarl(str(url)),
+                ssl=tls,
                 headers=request.headers.multi_items(),
                 data=request.content,
                 allow_redirects=False,

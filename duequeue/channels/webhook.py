@@ -82,7 +82,7 @@ class WebhookChannel:
             # types ~4,000/s (BENCHMARKS.md). The AsyncClient layer is skipped too: it adds
             # redirects, cookies and auth this channel never wants, and costs a third of a send.
             self._transport = AiohttpTransport(
-                ssl_context=_tls_context(), max_connections=self._max_connections
+                ssl_context=_tls_context, max_connections=self._max_connections
             )
             self._owned = True
         # The whole attempt runs under asyncio.timeout(self._timeout); these bound each phase.
