@@ -1,14 +1,11 @@
 """Settings from flags > environment (DUEQUEUE_*) > TOML config file > defaults, validated once."""
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from duequeue.channels.signing import parse_secret
-from duequeue.channels.smtpurl import parse_smtp_url
 from duequeue.errors import BadInputError, ConfigError
 from duequeue.policy import RetryPolicy
 from duequeue.timefmt import parse_duration
@@ -44,15 +41,16 @@ class Settings:
         """Return how long a tick holds the rows it claims.
 
         Longer than the slowest possible delivery of a batch, so a live tick never has its rows
-        taken: no delivery starts after the budget; one that has started ends within the channel
-        timeout, which bounds a whole attempt (webhook: connect to last byte; email: connect,
-        TLS, login and the transaction, cut by a watchdog); closing the SMTP connection takes
-        at most one more timeout; recording the last outcomes, writing back and releasing each
-        wait at most the busy timeout. The 10x timeout and the minute on top are headroom, not
+        taken: no delivery is queued after the budget; one that has started ends within the
+        channel timeout, which bounds a whole attempt (webhook: connect to last byte; email:
+        connect, TLS, login and the transaction, cut by a watchdog), and one email may be queued
+        behind the one on the wire, hence twice that; closing the SMTP connection takes at most
+        one more timeout; recording the last outcomes, writing back and releasing each wait at
+        most the busy timeout. The 20x timeout and the minute on top are headroom, not
         arithmetic: a lease too long only delays recovery after a crash.
         """
         return round(
-            (self.tick_budget + 10 * self.channel_timeout + 3 * self.busy_timeout + 60) * 1000
+            (self.tick_budget + 20 * self.channel_timeout + 3 * self.busy_timeout + 60) * 1000
         )
 
 
@@ -109,12 +107,19 @@ def load_settings(
 
 def _read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
     try:
-        with path.open("rb") as f:
-            raw = tomllib.load(f)
+        f = path.open("rb")
     except FileNotFoundError:
         if required:
             raise ConfigError(f"config file {path} does not exist") from None
         return {}
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: {exc}") from exc
+    # Imported only when there is a file to read: cron's usual tick has none (and is kept lean).
+    import tomllib
+
+    try:
+        with f:
+            raw = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"config file {path}: {exc}") from exc
     return {k.replace("-", "_"): v for k, v in raw.items()}
@@ -148,9 +153,14 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
     settings.retry_policy  # noqa: B018 - validates the backoff table once, up front
     # Checked here, once, so a bad secret or SMTP URL stops every command with exit 1 before
     # a tick leases rows it then could not deliver.
+    # (Imported here, when set: hashlib and urllib cost a tick with nothing due measurably.)
     if settings.webhook_secret is not None:
+        from duequeue.channels.signing import parse_secret
+
         parse_secret(settings.webhook_secret)
     if settings.smtp_url is not None:
+        from duequeue.channels.smtpurl import parse_smtp_url
+
         parse_smtp_url(settings.smtp_url, env)
     return settings
 

@@ -4,8 +4,6 @@ Every check raises BadInputError with one line naming the flag, so the CLI exits
 nothing.
 """
 
-import ipaddress
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -87,6 +85,8 @@ def webhook_url(url: str) -> str:
 
 def _host(host: str, url: str) -> None:
     """Raise unless `host` is an IP address or a DNS name (IDNA names in Unicode are fine)."""
+    import ipaddress  # here, not at the top: `tick` imports this module and never needs it
+
     try:
         ipaddress.ip_address(host)
         return
@@ -128,6 +128,8 @@ def data(text: str | None) -> str | None:
     """Return the JSON text in canonical compact form, or raise."""
     if text is None:
         return None
+    import json  # here, not at the top: `tick` imports this module and never needs json
+
     if len(text) > 4 * MAX_DATA:  # whitespace aside, far past the limit: do not parse it
         raise BadInputError(f"--data: larger than {MAX_DATA} bytes")
     try:
@@ -141,6 +143,8 @@ def data(text: str | None) -> str | None:
 
 def data_value(value: Any) -> str:
     """Return an already parsed JSON value in canonical compact form, or raise."""
+    import json
+
     compact = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     if len(compact.encode("utf-8")) > MAX_DATA:
         raise BadInputError(f"--data: larger than {MAX_DATA} bytes")

@@ -327,9 +327,12 @@ def test_a_tick_against_every_slow_server_at_once_ends_well_inside_its_lease(
     assert summary["retried"] + summary["released"] == 3
 
 
-def test_the_default_lease_is_the_documented_225_seconds() -> None:
+def test_the_default_lease_is_the_documented_325_seconds() -> None:
+    from duequeue.tick import TickOptions
+
     settings = load_settings({"db": "unused.db"}, env={})
-    assert settings.lease_ms == (50 + 10 * 10 + 3 * 5 + 60) * 1000 == 225_000
+    assert settings.lease_ms == (50 + 20 * 10 + 3 * 5 + 60) * 1000 == 325_000
+    assert TickOptions().lease_ms == settings.lease_ms  # the library default agrees
 
 
 @pytest.mark.parametrize(

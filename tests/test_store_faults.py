@@ -108,7 +108,8 @@ def test_a_database_nobody_else_may_even_read_fails_on_open_with_one_line(
 
 
 def test_every_store_write_reports_a_held_lock_as_a_store_error(db_path: Path) -> None:
-    SQLiteStore(db_path).close()
+    # A due row, so the claim has something to lease (with nothing due it never writes).
+    fill(db_path, 1, "b")
     store = SQLiteStore(db_path, busy_timeout_ms=50)
     record = DeliveryRecord(1, 1, NOW, "sent", None, 1, NOW)
     back = WriteBack(1, NOW, None, None, 0, None, "done")

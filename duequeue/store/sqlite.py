@@ -40,6 +40,10 @@ _VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
     r.dtstart"""
 
 
+_ANY_DUE = """SELECT 1 FROM reminders WHERE next_fire_at <= :now AND error_count < :max
+    AND (lease_until IS NULL OR lease_until < :now) LIMIT 1"""
+
+
 def schema_sql() -> str:
     """Return the schema shipped inside the package."""
     return files("duequeue").joinpath("schema.sql").read_text(encoding="utf-8")
@@ -167,6 +171,9 @@ class SQLiteStore(OperatorQueries, Store):
     def claim_due(
         self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str
     ) -> list[Claimed]:
+        # A read first: the usual tick (nothing due) then never takes the write lock.
+        if not _fetch(self._conn, _ANY_DUE, {"now": now, "max": max_errors}):
+            return []
         with self._write() as cur:
             rows = _fetch(
                 cur,
@@ -191,13 +198,22 @@ class SQLiteStore(OperatorQueries, Store):
                 return []
             # RETURNING gives no order; the tick wants the oldest due first.
             rows.sort(key=lambda row: (row[11], row[0]))
-            targets = self._targets(cur, [int(row[0]) for row in rows])
-            retried = self._retried(cur, [int(row[0]) for row in rows])
+            ids = [int(row[0]) for row in rows]
+            targets = self._targets(cur, ids)
+            retried = self._retried(cur, ids)
+            ledger = self._ledger_state(
+                cur, [(rid, int(row[9])) for rid, row in zip(ids, rows, strict=True)], retried
+            )
             claimed = []
+            nothing: tuple[frozenset[int], frozenset[int], dict[int, int]] = (
+                frozenset(),
+                frozenset(),
+                {},
+            )
             for row in rows:
                 rid, fire_at = int(row[0]), int(row[9])
+                sent, permanent, attempts = ledger.get(rid, nothing)
                 retried_at = retried.get((rid, fire_at))
-                sent, permanent, attempts = self._ledger_state(cur, rid, fire_at, retried_at)
                 claimed.append(
                     Claimed(
                         id=rid,
@@ -385,17 +401,30 @@ class SQLiteStore(OperatorQueries, Store):
 
     @staticmethod
     def _ledger_state(
-        cur: apsw.Cursor, reminder_id: int, fire_at: int, retried_at: int | None = None
-    ) -> tuple[frozenset[int], frozenset[int], dict[int, int]]:
-        sent: set[int] = set()
-        permanent: set[int] = set()
-        attempts: dict[int, int] = {}
-        for tid, outcome, n, last in _fetch(
+        cur: apsw.Cursor,
+        fires: Sequence[tuple[int, int]],
+        retried: dict[tuple[int, int], int],
+    ) -> dict[int, tuple[frozenset[int], frozenset[int], dict[int, int]]]:
+        """Return, per reminder, its targets sent and failed for good, and attempts so far, for
+        the fire being claimed; rows without ledger entries for that fire are left out.
+
+        `retried` maps a re-armed (reminder, fire) to when the operator retried it.
+        """
+        fire_of = dict(fires)
+        found: dict[int, tuple[set[int], set[int], dict[int, int]]] = {}
+        # One statement for the whole batch (a query per row cost more than the claim itself);
+        # each (reminder, fire) pair is looked up through the deliveries_fire index.
+        for rid, tid, outcome, n, last in _fetch(
             cur,
-            """SELECT target_id, outcome, count(*), max(at) FROM deliveries
-               WHERE reminder_id = ? AND fire_at = ? GROUP BY target_id, outcome""",
-            (reminder_id, fire_at),
+            """SELECT d.reminder_id, d.target_id, d.outcome, count(*), max(d.at)
+               FROM json_each(?) AS f
+               JOIN deliveries AS d
+                 ON d.reminder_id = f.value ->> 0 AND d.fire_at = f.value ->> 1
+               GROUP BY d.reminder_id, d.target_id, d.outcome""",
+            ("[" + ",".join(f"[{int(r)},{int(f)}]" for r, f in fires) + "]",),
         ):
+            sent, permanent, attempts = found.setdefault(int(rid), (set(), set(), {}))
+            retried_at = retried.get((int(rid), fire_of[int(rid)]))
             attempts[tid] = attempts.get(tid, 0) + int(n)
             if outcome == "sent":
                 sent.add(tid)
@@ -403,7 +432,10 @@ class SQLiteStore(OperatorQueries, Store):
                 # A refusal from before an operator's retry is what the retry is meant to
                 # get past (the receiver was fixed), so only a later one counts.
                 permanent.add(tid)
-        return frozenset(sent), frozenset(permanent), attempts
+        return {
+            rid: (frozenset(sent), frozenset(permanent), attempts)
+            for rid, (sent, permanent, attempts) in found.items()
+        }
 
 
 Row = tuple[Any, ...]
