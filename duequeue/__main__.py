@@ -2,4 +2,5 @@
 
 from duequeue.cli import main
 
-main()
+if __name__ == "__main__":  # a spawned worker process re-imports this module
+    main()

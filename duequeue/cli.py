@@ -4,7 +4,7 @@ Only this module reads the clock; everything below takes `now` as an argument.
 """
 
 import functools
-import json
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, ParamSpec, TypeVar
@@ -60,7 +60,7 @@ def _settings(ctx: typer.Context, **flags: Any) -> Any:
 def _store(settings: Any) -> Any:
     from duequeue.store import open_store
 
-    return open_store(settings.db)
+    return open_store(settings.db, settings.busy_timeout)
 
 
 @app.callback()
@@ -233,18 +233,30 @@ def tick(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Deliver due reminders once; run from cron every minute. Prints one summary line."""
-    from duequeue import service
+    root = ctx.find_root().params
+    _tick(root.get("db"), root.get("config"), limit, as_json)
 
-    settings = _settings(ctx)
+
+def _tick(db: str | None, config: str | None, limit: int | None, as_json: bool) -> None:
+    from duequeue import service
+    from duequeue.config import load_settings
+
+    settings = load_settings({"db": db}, config_file=config)
     store = _store(settings)
     try:
         summary = service.run_tick(store, settings, _now(), _clock_ms, limit)
     finally:
         store.close()
     if as_json:
+        import json
+
         typer.echo(json.dumps(summary.as_json()))
     else:
         typer.echo(f"tick: {summary.line()}")
+    if summary.stopped_by:
+        from duequeue.stopsignal import die_by
+
+        die_by(summary.stopped_by)  # everything is written back; now end as the signal asks
 
 
 @app.command()
@@ -310,6 +322,8 @@ def inspect(
     from duequeue import output
 
     if as_json:
+        import json
+
         typer.echo(json.dumps([output.reminder_json(v) for v in views], indent=2))
     elif not views:
         typer.echo(f"no {view} reminders")
@@ -328,6 +342,8 @@ def next_(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object.")] = False,
 ) -> None:
     """Print a reminder's next fire times, in its zone and in UTC."""
+    import json
+
     from duequeue import output, service
 
     settings = _settings(ctx)
@@ -388,7 +404,18 @@ from duequeue import cli_ops  # noqa: E402, F401
 
 def main() -> None:
     """Run the CLI (the console script entry point)."""
-    app()
+    from duequeue.fastargs import tick_args
+
+    # Cron's every-minute `tick` skips typer's option processing (see fastargs.py for why).
+    args = tick_args(sys.argv[1:])
+    if args is None:
+        app()
+        return
+    try:
+        _tick(args.db, args.config, args.limit, args.as_json)
+    except DuequeueError as exc:
+        typer.echo(f"duequeue: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,14 +1,11 @@
 """Settings from flags > environment (DUEQUEUE_*) > TOML config file > defaults, validated once."""
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from duequeue.channels.signing import parse_secret
-from duequeue.channels.smtpurl import parse_smtp_url
 from duequeue.errors import BadInputError, ConfigError
 from duequeue.policy import RetryPolicy
 from duequeue.timefmt import parse_duration
@@ -31,6 +28,8 @@ class Settings:
     tick_budget: float = 50.0
     concurrency: int = 64
     tz: str = "UTC"
+    busy_timeout: float = 5.0
+    webhook_block_private: bool = False
 
     @property
     def retry_policy(self) -> RetryPolicy:
@@ -41,11 +40,18 @@ class Settings:
     def lease_ms(self) -> int:
         """Return how long a tick holds the rows it claims.
 
-        Longer than the slowest possible delivery of a batch: no delivery starts after the budget,
-        and one that has started ends within its timeout (an SMTP send may wait on a few replies,
-        each under the timeout), plus a margin for the write-back.
+        Longer than the slowest possible delivery of a batch, so a live tick never has its rows
+        taken: no delivery is queued after the budget; one that has started ends within the
+        channel timeout, which bounds a whole attempt (webhook: connect to last byte; email:
+        connect, TLS, login and the transaction, cut by a watchdog), and one email may be queued
+        behind the one on the wire, hence twice that; closing the SMTP connection takes at most
+        one more timeout; recording the last outcomes, writing back and releasing each wait at
+        most the busy timeout. The 20x timeout and the minute on top are headroom, not
+        arithmetic: a lease too long only delays recovery after a crash.
         """
-        return round((self.tick_budget + 10 * self.channel_timeout + 60) * 1000)
+        return round(
+            (self.tick_budget + 20 * self.channel_timeout + 3 * self.busy_timeout + 60) * 1000
+        )
 
 
 _ENV_PREFIX = "DUEQUEUE_"
@@ -101,12 +107,19 @@ def load_settings(
 
 def _read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
     try:
-        with path.open("rb") as f:
-            raw = tomllib.load(f)
+        f = path.open("rb")
     except FileNotFoundError:
         if required:
             raise ConfigError(f"config file {path} does not exist") from None
         return {}
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: {exc}") from exc
+    # Imported only when there is a file to read: cron's usual tick has none (and is kept lean).
+    import tomllib
+
+    try:
+        with f:
+            raw = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"config file {path}: {exc}") from exc
     return {k.replace("-", "_"): v for k, v in raw.items()}
@@ -123,26 +136,46 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
         raw = merged[f.name]
         label = _ENV_PREFIX + f.name.upper()
         try:
-            if f.type in (int, "int"):
-                value: Any = int(raw)
+            if f.type in (bool, "bool"):
+                value: Any = _parse_bool(raw, label)
+            elif f.type in (int, "int"):
+                value = int(raw)
             elif f.type in (float, "float"):
                 value = float(raw)
             else:
                 value = str(raw)
         except (TypeError, ValueError):
             raise ConfigError(f"{label}: {raw!r} is not a number") from None
-        if isinstance(value, int | float) and value <= 0:
+        if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
             raise ConfigError(f"{label}: must be greater than 0, got {raw!r}")
         values[f.name] = value
     settings = Settings(**values)
     settings.retry_policy  # noqa: B018 - validates the backoff table once, up front
     # Checked here, once, so a bad secret or SMTP URL stops every command with exit 1 before
     # a tick leases rows it then could not deliver.
+    # (Imported here, when set: hashlib and urllib cost a tick with nothing due measurably.)
     if settings.webhook_secret is not None:
+        from duequeue.channels.signing import parse_secret
+
         parse_secret(settings.webhook_secret)
     if settings.smtp_url is not None:
+        from duequeue.channels.smtpurl import parse_smtp_url
+
         parse_smtp_url(settings.smtp_url, env)
     return settings
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _parse_bool(raw: Any, label: str) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in _TRUE | _FALSE:
+        return text in _TRUE
+    raise ConfigError(f"{label}: {raw!r} is not a yes/no value (use 1/0, true/false, yes/no)")
 
 
 def masked(settings: Settings) -> dict[str, Any]:

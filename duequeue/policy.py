@@ -1,10 +1,14 @@
 """Pure delivery rules: classify a fire's outcomes, pick the backoff, decide dead letters."""
 
+from __future__ import annotations
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from duequeue.channels.base import Outcome
+if TYPE_CHECKING:
+    from duequeue.channels.base import Outcome
 
 MAX_ERROR_TEXT = 1000
 

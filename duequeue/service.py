@@ -41,6 +41,21 @@ def build_reminder(
     """Validate an add request into a reminder ready to store, and its rule if recurring."""
     from duequeue import schedule
 
+    validate.utf8(
+        [
+            ("--at", req.at),
+            ("--tz", req.tz),
+            ("--rrule", req.rrule),
+            ("--cron", req.cron),
+            ("--subject", req.subject),
+            ("--body", req.body),
+            ("--data", req.data),
+            ("--key", req.key),
+            ("--misfire-grace", req.misfire_grace),
+            *(("--email", a) for a in req.emails),
+            *(("--webhook", u) for u in req.webhooks),
+        ]
+    )
     if req.rrule is not None and req.cron is not None:
         raise BadInputError("--rrule/--cron: give one recurrence, not both")
     zone = schedule.parse_zone(req.tz or default_tz)
@@ -126,6 +141,7 @@ def run_tick(
         smtp_url=settings.smtp_url,
         email_from=settings.email_from,
         webhook_secret=settings.webhook_secret,
+        webhook_block_private=settings.webhook_block_private,
     )
     return tick(store, to_ms(now), options, clock)
 

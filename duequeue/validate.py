@@ -4,8 +4,8 @@ Every check raises BadInputError with one line naming the flag, so the CLI exits
 nothing.
 """
 
-import json
 import re
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,6 +23,26 @@ MAX_URL = 2048
 # forms nobody uses for reminders (and that would let one flag smuggle in several recipients).
 _EMAIL = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# A body may have tabs and line breaks; nothing else below 0x20 belongs in a text message, and
+# NUL in particular is cut or refused by SMTP servers and C receivers.
+_BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
+MAX_HOST = 253
+
+
+def utf8(fields: Iterable[tuple[str, str | None]]) -> None:
+    """Raise unless every (flag, value) is encodable text.
+
+    Arguments that are not valid UTF-8 reach Python as lone surrogates; they could be neither
+    stored nor sent, so they are refused up front with the flag's name.
+    """
+    for flag, value in fields:
+        if value is None:
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadInputError(f"{flag}: not valid UTF-8 text") from None
 
 
 def email_address(address: str) -> str:
@@ -33,21 +53,57 @@ def email_address(address: str) -> str:
 
 
 def webhook_url(url: str) -> str:
-    """Return a valid http(s) webhook URL or raise."""
+    """Return a valid http(s) webhook URL or raise.
+
+    Credentials in the URL (`https://user:pass@host/`) are refused: the URL is shown by
+    `inspect` and stored in clear, so a secret does not belong in it; use the signing secret or
+    a token the receiver checks.
+    """
     if len(url) > MAX_URL:
         raise BadInputError(f"--webhook: URL longer than {MAX_URL} characters")
     if _CONTROL.search(url) or " " in url:
         raise BadInputError(f"--webhook: {url!r} contains spaces or control characters")
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a port out of range
+        port = parts.port
     except ValueError as exc:
         raise BadInputError(f"--webhook: {url!r} is not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https"):
         raise BadInputError(f"--webhook: {url!r} must start with http:// or https://")
     if not parts.hostname:
         raise BadInputError(f"--webhook: {url!r} has no host")
+    if parts.username is not None or parts.password is not None:
+        raise BadInputError(
+            "--webhook: credentials in the URL are not supported (they would be stored and "
+            "shown in clear); use DUEQUEUE_WEBHOOK_SECRET or a token the receiver checks"
+        )
+    if port == 0:
+        raise BadInputError(f"--webhook: {url!r} has port 0")
+    _host(parts.hostname, url)
     return url
+
+
+def _host(host: str, url: str) -> None:
+    """Raise unless `host` is an IP address or a DNS name (IDNA names in Unicode are fine)."""
+    import ipaddress  # here, not at the top: `tick` imports this module and never needs it
+
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    ascii_host = host
+    if not host.isascii() or "xn--" in host.lower():
+        import idna  # only for international names; httpx encodes and checks them the same way
+
+        try:
+            ascii_host = idna.encode(host, uts46=True).decode("ascii")
+            idna.decode(ascii_host)
+        except (idna.IDNAError, UnicodeError):
+            raise BadInputError(f"--webhook: {url!r} has an invalid international host") from None
+    labels = ascii_host.rstrip(".").split(".")
+    if len(ascii_host) > MAX_HOST or not all(_LABEL.match(label) for label in labels):
+        raise BadInputError(f"--webhook: {url!r} has an invalid host name")
 
 
 def subject(text: str) -> str:
@@ -63,6 +119,8 @@ def body(text: str) -> str:
     """Return a valid body or raise."""
     if len(text.encode("utf-8")) > MAX_BODY:
         raise BadInputError(f"--body: larger than {MAX_BODY} bytes")
+    if _BODY_CONTROL.search(text):
+        raise BadInputError("--body: control characters other than tab and line breaks")
     return text
 
 
@@ -70,8 +128,14 @@ def data(text: str | None) -> str | None:
     """Return the JSON text in canonical compact form, or raise."""
     if text is None:
         return None
+    import json  # here, not at the top: `tick` imports this module and never needs json
+
+    if len(text) > 4 * MAX_DATA:  # whitespace aside, far past the limit: do not parse it
+        raise BadInputError(f"--data: larger than {MAX_DATA} bytes")
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise BadInputError("--data: nested too deeply") from None
     except ValueError as exc:
         raise BadInputError(f"--data: not valid JSON ({exc})") from None
     return data_value(value)
@@ -79,10 +143,17 @@ def data(text: str | None) -> str | None:
 
 def data_value(value: Any) -> str:
     """Return an already parsed JSON value in canonical compact form, or raise."""
+    import json
+
     compact = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     if len(compact.encode("utf-8")) > MAX_DATA:
         raise BadInputError(f"--data: larger than {MAX_DATA} bytes")
     return compact
+
+
+def _no_constant(name: str) -> None:
+    # NaN and Infinity are Python's extension, not JSON: receivers could not parse them.
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def key(text: str | None) -> str | None:

@@ -61,6 +61,8 @@ class SmtpSink:
     - `reject`: a message to any of these recipients is answered `554` at the end of DATA.
     - `hang_up`: for a message to any of these, the server closes the connection after the
       message data arrived, without a reply (the client cannot know whether it was delivered).
+    - `hold`: a message to any of these is never answered after its data arrived; the
+      connection stays open until `stop()` or `drop_connections()` (a server dying mid-send).
     - `credentials`: `(user, password)`; when given, MAIL needs AUTH first (PLAIN/LOGIN, no TLS).
     - `port`: a fixed port; by default a free ephemeral one, kept across `stop()` / `start()`.
 
@@ -80,6 +82,7 @@ class SmtpSink:
         defer: Iterable[str] = (),
         reject: Iterable[str] = (),
         hang_up: Iterable[str] = (),
+        hold: Iterable[str] = (),
         credentials: tuple[str, str] | None = None,
         port: int | None = None,
     ) -> None:
@@ -87,6 +90,7 @@ class SmtpSink:
         self.defer = frozenset(a.lower() for a in defer)
         self.reject = frozenset(a.lower() for a in reject)
         self.hang_up = frozenset(a.lower() for a in hang_up)
+        self.hold = frozenset(a.lower() for a in hold)
         self.credentials = credentials
         self.port = port if port is not None else free_port()
         self._lock = threading.Condition()
@@ -163,6 +167,13 @@ class SmtpSink:
         """Close every open client connection from the server side; return once all are closed."""
         if self._controller is not None:
             self._drop(self._controller)
+
+    def wait_for_data_attempts(self, count: int, timeout: float = _WAIT) -> int:
+        """Return once at least `count` message transfers arrived; fail after `timeout`."""
+        with self._lock:
+            if not self._lock.wait_for(lambda: self._data_attempts >= count, timeout):
+                raise AssertionError(f"expected {count} transfers, got {self._data_attempts}")
+            return self._data_attempts
 
     def wait_for_messages(self, count: int, timeout: float = _WAIT) -> list[ReceivedMessage]:
         """Return the messages once at least `count` arrived; fail after `timeout` seconds."""
@@ -254,6 +265,9 @@ class SmtpSink:
         recipients = {r.lower() for r in envelope.rcpt_tos}
         with self._lock:
             self._data_attempts += 1
+            self._lock.notify_all()
+        if recipients & self.hold:
+            await asyncio.get_running_loop().create_future()  # cancelled when the link drops
         if recipients & self.hang_up:
             assert server.transport is not None
             server.transport.close()
@@ -317,6 +331,8 @@ class Reply:
 
     `hang`: hold the request unanswered until the sink closes. `hang_mid_body`: send the status,
     the headers and `body`, announce one byte more than that, then hold until the sink closes.
+    `hold`: answer normally, but only once `HttpSink.release()` is called (or the sink closes).
+    `delay`: answer normally after this many seconds (a slow receiver).
     """
 
     status: int = 200
@@ -324,6 +340,8 @@ class Reply:
     body: bytes = b""
     hang: bool = False
     hang_mid_body: bool = False
+    hold: bool = False
+    delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -350,6 +368,7 @@ class HttpSink:
         self._requests: list[RecordedRequest] = []
         self._replies: dict[str, list[Reply]] = {}
         self._released = threading.Event()
+        self._go = threading.Event()
         self._open: set[socket.socket] = set()
         self._server: _HttpServer | None = None
         self._thread: threading.Thread | None = None
@@ -365,6 +384,10 @@ class HttpSink:
             raise ValueError("respond() needs at least one Reply")
         with self._lock:
             self._replies[path] = list(replies)
+
+    def release(self) -> None:
+        """Let requests held by `Reply(hold=True)` be answered, now and from now on."""
+        self._go.set()
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -404,6 +427,7 @@ class HttpSink:
         if server is None:
             return
         self._released.set()
+        self._go.set()
         server.shutdown()
         with self._lock:
             sockets = list(self._open)
@@ -448,8 +472,8 @@ class _HttpServer(ThreadingHTTPServer):
     # Non-daemon handler threads so that server_close() joins them: nothing outlives the sink.
     daemon_threads = False
     block_on_close = True
-    # Several tick processes open dozens of connections at once; the default backlog of 5
-    # resets the overflow ("connection reset by peer") before the accept loop catches up.
+    # The stdlib default of 5 drops the SYNs of many concurrent clients, which then wait a
+    # second or more to retry: fault tests open dozens of connections at once.
     request_queue_size = 256
 
     def __init__(self, sink: HttpSink) -> None:
@@ -492,6 +516,10 @@ class _HttpHandler(BaseHTTPRequestHandler):
             sink._released.wait()
             self.close_connection = True
             return
+        if reply.hold:
+            sink._go.wait()
+        if reply.delay:
+            sink._released.wait(reply.delay)
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)

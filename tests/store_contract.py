@@ -128,6 +128,27 @@ class StoreContract:
         assert again.permanent == frozenset()
         assert again.attempts == {email.id: 1, hook.id: 1}
 
+    def test_a_batch_claim_gives_each_row_the_ledger_of_its_own_fire(self, store: Store) -> None:
+        ids = [store.add(reminder(NOW - i), NOW)[0] for i in range(3)]
+        claims = {c.id: c for c in store.claim_due(NOW, 10, 3, LEASE, "a")}
+        first, second, third = (claims[i] for i in ids)
+        (t1,), (t2,), (t3,) = first.targets, second.targets, third.targets
+        store.record(
+            [
+                DeliveryRecord(first.id, t1.id, first.fire_at, "sent", None, 1, NOW),
+                DeliveryRecord(second.id, t2.id, second.fire_at, "failed", "HTTP 500", 1, NOW),
+                DeliveryRecord(second.id, t2.id, second.fire_at, "permanent", "HTTP 410", 2, NOW),
+                # another fire of the third row: not the one being claimed, so not counted
+                DeliveryRecord(third.id, t3.id, third.fire_at - MIN, "sent", None, 1, NOW),
+            ]
+        )
+        again = {c.id: c for c in store.claim_due(NOW + LEASE + 1, 10, 3, LEASE, "b")}
+        assert (again[first.id].sent, again[first.id].attempts) == (frozenset({t1.id}), {t1.id: 1})
+        assert again[second.id].sent == frozenset()
+        assert again[second.id].permanent == frozenset({t2.id})
+        assert again[second.id].attempts == {t2.id: 2}
+        assert (again[third.id].sent, again[third.id].attempts) == (frozenset(), {})
+
     def test_a_target_is_recorded_as_sent_at_most_once_per_fire(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)
         (claim,) = store.claim_due(NOW, 10, 3, LEASE, "a")

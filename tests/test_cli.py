@@ -159,6 +159,7 @@ def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
         "deliveries_failed",
         "max_lateness_s",
         "errors",
+        "stopped_by",
     }
     assert summary["max_lateness_s"] is None
     assert summary["errors"] == []

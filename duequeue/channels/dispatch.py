@@ -25,6 +25,7 @@ class Dispatcher:
         email_from: str | None,
         webhook_secret: str | None,
         max_connections: int = 100,
+        webhook_block_private: bool = False,
     ) -> None:
         self._needs = set(needs)
         self._timeout = timeout
@@ -33,6 +34,7 @@ class Dispatcher:
         self._email_from = email_from
         self._secret = webhook_secret
         self._max_connections = max_connections
+        self._block_private = webhook_block_private
         self._stack = contextlib.AsyncExitStack()
         self._webhook: WebhookChannel | None = None
         self._email: EmailChannel | None = None
@@ -49,6 +51,7 @@ class Dispatcher:
                     timeout=self._timeout,
                     clock=self._clock,
                     max_connections=self._max_connections,
+                    block_private=self._block_private,
                 )
             )
         if "email" in self._needs:

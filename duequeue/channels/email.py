@@ -1,13 +1,16 @@
 """The email channel: send messages over one reused SMTP connection, return an Outcome."""
 
 import asyncio
+import base64
+import contextlib
 import email.policy
 import re
 import smtplib
 import socket
 import ssl
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from email.message import EmailMessage
 from email.utils import formatdate, parseaddr
@@ -46,6 +49,10 @@ class EmailChannel:
     smtplib blocks, so every SMTP exchange runs on one dedicated worker thread: sends are
     serialised on the one connection while the event loop stays free for webhooks. A send's
     wait therefore includes the emails queued before it.
+
+    `timeout` bounds one whole attempt (connect, TLS, login, MAIL, RCPT, DATA), not only each
+    socket read: a server that drips its replies a byte at a time would otherwise hold a send,
+    and the tick's lease, for as long as it likes.
     """
 
     def __init__(
@@ -65,6 +72,9 @@ class EmailChannel:
         # Touched only on the worker thread.
         self._conn: smtplib.SMTP | None = None
         self._tls: ssl.SSLContext | None = None
+        # The connection an attempt is using, and whether the watchdog cut it; see _bounded.
+        self._active: smtplib.SMTP | None = None
+        self._expired = False
 
     async def __aenter__(self) -> "EmailChannel":
         """Prepare the worker; connect only when the first message is sent."""
@@ -96,6 +106,32 @@ class EmailChannel:
             return Outcome("failed", self._redact(f"{type(exc).__name__}: {exc}"))
 
     def _deliver(self, msg: Message, address: str, now: float) -> Outcome:
+        with self._bounded():
+            return self._attempt(msg, address, now)
+
+    @contextlib.contextmanager
+    def _bounded(self) -> Iterator[None]:
+        """Cut the connection when the attempt outlives the timeout (runs on the worker)."""
+        self._expired = False
+        self._active = self._conn
+        timer = threading.Timer(self._timeout, self._expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+    def _expire(self) -> None:
+        # Runs on the timer thread. Shutting the socket down wakes the worker's blocked read or
+        # write with an error; the attempt then fails as a timeout and the connection is dropped.
+        self._expired = True
+        sock = getattr(self._active, "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def _attempt(self, msg: Message, address: str, now: float) -> Outcome:
         recipient = parseaddr(address)[1]
         if not recipient:
             return Outcome("permanent", "invalid email address")
@@ -162,13 +198,16 @@ class EmailChannel:
             return self._conn
         settings = self._settings
         conn: smtplib.SMTP
+        # Built unconnected so that the watchdog knows the connection before its first read.
         if settings.security == "tls":
-            conn = smtplib.SMTP_SSL(
-                settings.host, settings.port, timeout=self._timeout, context=self._tls_context()
-            )
+            conn = smtplib.SMTP_SSL(timeout=self._timeout, context=self._tls_context())
         else:
-            conn = smtplib.SMTP(settings.host, settings.port, timeout=self._timeout)
+            conn = smtplib.SMTP(timeout=self._timeout)
+        self._active = conn
         try:
+            code, greeting = conn.connect(settings.host, settings.port)
+            if code != 220:
+                raise smtplib.SMTPConnectError(code, greeting)
             conn.ehlo_or_helo_if_needed()
             if settings.security == "starttls":
                 if not conn.has_extn("starttls"):
@@ -211,7 +250,9 @@ class EmailChannel:
         if conn is None:
             return
         try:
-            conn.quit()
+            with self._bounded():
+                self._active = conn
+                conn.quit()
         except (smtplib.SMTPException, OSError):
             pass
         finally:
@@ -220,7 +261,7 @@ class EmailChannel:
     def _describe(self, exc: BaseException) -> str:
         settings = self._settings
         where = f"{settings.host}:{settings.port}"
-        if _timed_out(exc):
+        if self._expired or _timed_out(exc):
             return f"SMTP timeout after {self._timeout:g}s ({where})"
         if isinstance(exc, smtplib.SMTPAuthenticationError):
             detail = self._redact(f"{exc.smtp_code} {_text(exc.smtp_error)}")
@@ -243,9 +284,18 @@ class EmailChannel:
 
     def _redact(self, text: str) -> str:
         text = " ".join(text.split())
-        password = self._settings.password
+        settings = self._settings
+        password = settings.password
         # A very short password would match everywhere; such a value cannot be hidden this way.
-        return text.replace(password, "***") if password and len(password) >= 4 else text
+        if not password or len(password) < 4:
+            return text
+        # Also what AUTH PLAIN and AUTH LOGIN put on the wire: a server that echoes the command
+        # in its error reply would otherwise leak the password in base64.
+        wire = (f"\0{settings.user or ''}\0{password}", password)
+        forms = [password, *(base64.b64encode(w.encode()).decode() for w in wire)]
+        for form in sorted(forms, key=len, reverse=True):
+            text = text.replace(form, "***")
+        return text
 
 
 def _timed_out(exc: BaseException) -> bool:

@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from importlib.resources import files
@@ -21,6 +22,7 @@ from duequeue.store.base import (
     View,
     WriteBack,
 )
+from duequeue.store.sqlite_errors import guarded, one_line, store_error
 from duequeue.store.sqlite_ops import OperatorQueries
 
 SCHEMA_VERSION = 2
@@ -38,6 +40,10 @@ _VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
     r.dtstart"""
 
 
+_ANY_DUE = """SELECT 1 FROM reminders WHERE next_fire_at <= :now AND error_count < :max
+    AND (lease_until IS NULL OR lease_until < :now) LIMIT 1"""
+
+
 def schema_sql() -> str:
     """Return the schema shipped inside the package."""
     return files("duequeue").joinpath("schema.sql").read_text(encoding="utf-8")
@@ -48,11 +54,15 @@ class SQLiteStore(OperatorQueries, Store):
 
     schema_version = SCHEMA_VERSION
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self.path = Path(path)
-        self._conn = _connect(self.path)
+        self.busy_timeout_ms = busy_timeout_ms
+        self._conn = _connect(self.path, busy_timeout_ms)
         try:
             self._ensure_schema()
+        except apsw.Error as exc:
+            self._conn.close()
+            raise store_error(self.path, busy_timeout_ms, exc) from exc
         except BaseException:
             self._conn.close()
             raise
@@ -63,44 +73,45 @@ class SQLiteStore(OperatorQueries, Store):
     def _write(self) -> Iterator[apsw.Cursor]:
         """Run a write transaction; IMMEDIATE so that concurrent writers queue on the busy
         timeout instead of failing when a read lock would have to be upgraded."""
-        try:
-            _fetch(self._conn, "BEGIN IMMEDIATE")
-        except apsw.BusyError as exc:
-            raise StoreError(
-                f"database {self.path} stayed locked for {BUSY_TIMEOUT_MS} ms"
-            ) from exc
+        _fetch(self._conn, "BEGIN IMMEDIATE")
         try:
             yield self._conn.cursor()
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            # SQLite may already have rolled back (after an I/O error, say); the original error
+            # is the one worth reporting.
+            with contextlib.suppress(apsw.Error):
+                self._conn.execute("ROLLBACK")
             raise
         try:
             self._conn.execute("COMMIT")
-        except apsw.Error as exc:
+        except apsw.Error:
             with contextlib.suppress(apsw.Error):
                 self._conn.execute("ROLLBACK")
-            raise StoreError(f"database {self.path}: commit failed: {exc}") from exc
+            raise
 
     def _ensure_schema(self) -> None:
-        try:
-            app_id, version = self._header()
-            if version == SCHEMA_VERSION and app_id == APPLICATION_ID:
-                return
+        # Only reads until the file is known to be ours: a foreign database is left untouched,
+        # not even switched to WAL.
+        app_id, version = self._header()
+        if version == SCHEMA_VERSION and app_id == APPLICATION_ID:
+            _use_wal(self._conn, self.path)
+            return
+        if version == 0 and app_id == 0:
+            tables = _fetch(self._conn, "SELECT count(*) FROM sqlite_schema")[0][0]
+            if tables:
+                raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
+            _use_wal(self._conn, self.path)
             with self._write() as cur:
                 app_id, version = self._header()  # another process may have won the race
                 if version == 0 and app_id == 0:
-                    tables = _fetch(cur, "SELECT count(*) FROM sqlite_schema")[0][0]
-                    if tables:
-                        raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
                     cur.execute(schema_sql())
                     return
-                if version == 1 and app_id == APPLICATION_ID:
+        if app_id == APPLICATION_ID and version == 1:
+            _use_wal(self._conn, self.path)
+            with self._write() as cur:
+                if self._header()[1] == 1:  # another process may have upgraded it meanwhile
                     _upgrade_from_1(cur)
-                    return
-        except apsw.NotADBError as exc:
-            raise StoreError(f"{self.path} is not an SQLite database") from exc
-        except apsw.BusyError as exc:
-            raise StoreError(f"database {self.path} is locked") from exc
+            return
         if app_id != APPLICATION_ID:
             raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
         if version > SCHEMA_VERSION:
@@ -113,11 +124,13 @@ class SQLiteStore(OperatorQueries, Store):
         version = _fetch(self._conn, "PRAGMA user_version")[0][0]
         return int(app_id), int(version)
 
+    @guarded
     def close(self) -> None:
         self._conn.close()
 
     # -- writes -----------------------------------------------------------------------------
 
+    @guarded
     def add(self, reminder: NewReminder, now: int) -> tuple[int, bool]:
         r = reminder
         with self._write() as cur:
@@ -154,9 +167,13 @@ class SQLiteStore(OperatorQueries, Store):
             )
         return reminder_id, True
 
+    @guarded
     def claim_due(
         self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str
     ) -> list[Claimed]:
+        # A read first: the usual tick (nothing due) then never takes the write lock.
+        if not _fetch(self._conn, _ANY_DUE, {"now": now, "max": max_errors}):
+            return []
         with self._write() as cur:
             rows = _fetch(
                 cur,
@@ -181,13 +198,22 @@ class SQLiteStore(OperatorQueries, Store):
                 return []
             # RETURNING gives no order; the tick wants the oldest due first.
             rows.sort(key=lambda row: (row[11], row[0]))
-            targets = self._targets(cur, [int(row[0]) for row in rows])
-            retried = self._retried(cur, [int(row[0]) for row in rows])
+            ids = [int(row[0]) for row in rows]
+            targets = self._targets(cur, ids)
+            retried = self._retried(cur, ids)
+            ledger = self._ledger_state(
+                cur, [(rid, int(row[9])) for rid, row in zip(ids, rows, strict=True)], retried
+            )
             claimed = []
+            nothing: tuple[frozenset[int], frozenset[int], dict[int, int]] = (
+                frozenset(),
+                frozenset(),
+                {},
+            )
             for row in rows:
                 rid, fire_at = int(row[0]), int(row[9])
+                sent, permanent, attempts = ledger.get(rid, nothing)
                 retried_at = retried.get((rid, fire_at))
-                sent, permanent, attempts = self._ledger_state(cur, rid, fire_at, retried_at)
                 claimed.append(
                     Claimed(
                         id=rid,
@@ -210,6 +236,7 @@ class SQLiteStore(OperatorQueries, Store):
                 )
         return claimed
 
+    @guarded
     def record(self, records: Sequence[DeliveryRecord]) -> None:
         if not records:
             return
@@ -225,6 +252,7 @@ class SQLiteStore(OperatorQueries, Store):
                 ],
             )
 
+    @guarded
     def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
         applied = 0
         with self._write() as cur:
@@ -270,6 +298,7 @@ class SQLiteStore(OperatorQueries, Store):
                     )
         return applied
 
+    @guarded
     def release(self, owner: str, ids: Sequence[int], now: int) -> int:
         if not ids:
             return 0
@@ -283,6 +312,7 @@ class SQLiteStore(OperatorQueries, Store):
 
     # -- reads ------------------------------------------------------------------------------
 
+    @guarded
     def list_view(
         self,
         view: View,
@@ -324,6 +354,7 @@ class SQLiteStore(OperatorQueries, Store):
         targets = self._targets(cur, sorted({int(row[0]) for row in rows}))
         return [_view(row, targets.get(int(row[0]), ())) for row in rows]
 
+    @guarded
     def get(self, reminder_id: int) -> ReminderView | None:
         cur = self._conn.cursor()
         rows = _fetch(
@@ -333,6 +364,7 @@ class SQLiteStore(OperatorQueries, Store):
             return None
         return _view(rows[0], self._targets(cur, [reminder_id]).get(reminder_id, ()))
 
+    @guarded
     def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
         rows = _fetch(
             self._conn,
@@ -369,17 +401,30 @@ class SQLiteStore(OperatorQueries, Store):
 
     @staticmethod
     def _ledger_state(
-        cur: apsw.Cursor, reminder_id: int, fire_at: int, retried_at: int | None = None
-    ) -> tuple[frozenset[int], frozenset[int], dict[int, int]]:
-        sent: set[int] = set()
-        permanent: set[int] = set()
-        attempts: dict[int, int] = {}
-        for tid, outcome, n, last in _fetch(
+        cur: apsw.Cursor,
+        fires: Sequence[tuple[int, int]],
+        retried: dict[tuple[int, int], int],
+    ) -> dict[int, tuple[frozenset[int], frozenset[int], dict[int, int]]]:
+        """Return, per reminder, its targets sent and failed for good, and attempts so far, for
+        the fire being claimed; rows without ledger entries for that fire are left out.
+
+        `retried` maps a re-armed (reminder, fire) to when the operator retried it.
+        """
+        fire_of = dict(fires)
+        found: dict[int, tuple[set[int], set[int], dict[int, int]]] = {}
+        # One statement for the whole batch (a query per row cost more than the claim itself);
+        # each (reminder, fire) pair is looked up through the deliveries_fire index.
+        for rid, tid, outcome, n, last in _fetch(
             cur,
-            """SELECT target_id, outcome, count(*), max(at) FROM deliveries
-               WHERE reminder_id = ? AND fire_at = ? GROUP BY target_id, outcome""",
-            (reminder_id, fire_at),
+            """SELECT d.reminder_id, d.target_id, d.outcome, count(*), max(d.at)
+               FROM json_each(?) AS f
+               JOIN deliveries AS d
+                 ON d.reminder_id = f.value ->> 0 AND d.fire_at = f.value ->> 1
+               GROUP BY d.reminder_id, d.target_id, d.outcome""",
+            ("[" + ",".join(f"[{int(r)},{int(f)}]" for r, f in fires) + "]",),
         ):
+            sent, permanent, attempts = found.setdefault(int(rid), (set(), set(), {}))
+            retried_at = retried.get((int(rid), fire_of[int(rid)]))
             attempts[tid] = attempts.get(tid, 0) + int(n)
             if outcome == "sent":
                 sent.add(tid)
@@ -387,7 +432,10 @@ class SQLiteStore(OperatorQueries, Store):
                 # A refusal from before an operator's retry is what the retry is meant to
                 # get past (the receiver was fixed), so only a later one counts.
                 permanent.add(tid)
-        return frozenset(sent), frozenset(permanent), attempts
+        return {
+            rid: (frozenset(sent), frozenset(permanent), attempts)
+            for rid, (sent, permanent, attempts) in found.items()
+        }
 
 
 Row = tuple[Any, ...]
@@ -436,23 +484,78 @@ def _view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
     return view
 
 
-def _connect(path: Path) -> apsw.Connection:
+def _connect(path: Path, busy_timeout_ms: int) -> apsw.Connection:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
-            # Owner-only from the first byte: the file holds addresses and webhook URLs.
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _create(path)
+        elif _empty(path):
+            # SQLite would take a zero-byte file as a new database and we would write a schema
+            # into it; but duequeue never leaves one (see _create), so it is someone else's file
+            # or a truncated database, and either way not ours to fill.
+            raise StoreError(
+                f"{path} is an empty file, not a duequeue database (remove it to start a new one)"
+            )
         conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
-        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    except OSError as exc:
+        raise StoreError(f"cannot open database {path}: {one_line(exc)}") from exc
+    except apsw.Error as exc:
+        raise store_error(path, busy_timeout_ms, exc) from exc
+    try:
+        conn.setbusytimeout(busy_timeout_ms)
         _fetch(conn, "PRAGMA foreign_keys = ON")
-        mode = _fetch(conn, "PRAGMA journal_mode = WAL")
-        # NORMAL is durable against a crash of the process (the WAL is fsynced at checkpoints);
-        # only an OS crash or power cut can lose the last commits. README "Guarantees" says so.
-        conn.execute("PRAGMA synchronous = NORMAL")
-    except apsw.NotADBError as exc:
-        raise StoreError(f"{path} is not an SQLite database") from exc
-    except (apsw.Error, OSError) as exc:
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
+    except apsw.Error as exc:
+        conn.close()
+        raise store_error(path, busy_timeout_ms, exc) from exc
+    return conn
+
+
+def _use_wal(conn: apsw.Connection, path: Path) -> None:
+    mode = _fetch(conn, "PRAGMA journal_mode = WAL")
     if not mode or str(mode[0][0]).lower() != "wal":
         raise StoreError(f"database {path}: could not switch to WAL mode")
-    return conn
+    # NORMAL is durable against a crash of the process (the WAL is fsynced at checkpoints);
+    # only an OS crash or power cut can lose the last commits. README "Guarantees" says so.
+    conn.execute("PRAGMA synchronous = NORMAL")
+
+
+def _empty(path: Path) -> bool:
+    # A database whose content still sits in its write-ahead log (a crash before the first
+    # checkpoint) can have a zero-byte main file; that one is not empty.
+    wal = path.with_name(path.name + "-wal")
+    return path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size > 0)
+
+
+def _create(path: Path) -> None:
+    """Create a complete, empty duequeue database at `path`, atomically.
+
+    The schema is written to a private temporary file that is then hard-linked into place, so
+    the file never exists half-made: a concurrent first `add` sees either nothing or a whole
+    database, and a zero-byte file at the path can safely be refused as foreign.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    # Owner-only from the first byte: the file holds addresses and webhook URLs. SQLite gives
+    # the -wal and -shm files the mode of the database file.
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    try:
+        conn = apsw.Connection(str(tmp), flags=apsw.SQLITE_OPEN_READWRITE)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("BEGIN")
+            conn.execute(schema_sql())
+            conn.execute("COMMIT")
+        finally:
+            conn.close()  # the last connection checkpoints and removes the -wal file
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process created it first; use theirs
+        except OSError:
+            # A filesystem without hard links: fall back to an in-place create, which a
+            # concurrent first open could see empty for a moment.
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()

@@ -20,6 +20,7 @@ from duequeue.store.base import (
     PruneCounts,
     Stats,
 )
+from duequeue.store.sqlite_errors import guarded
 
 
 class OperatorQueries:
@@ -32,25 +33,31 @@ class OperatorQueries:
     def _write(self) -> contextlib.AbstractContextManager[apsw.Cursor]:
         raise NotImplementedError  # pragma: no cover - SQLiteStore's own
 
+    @guarded
     def add_many(self, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
         with self._write() as cur:
             return add_many(cur, reminders, now)
 
+    @guarded
     def dead_letters(self, reminder_id: int) -> list[DeadLetter]:
         return dead_letters(self._conn.cursor(), reminder_id)
 
+    @guarded
     def cancel(self, ids: Sequence[int], now: int) -> list[Change]:
         with self._write() as cur:
             return cancel(cur, ids, now)
 
+    @guarded
     def retry_dead(self, ids: Sequence[int] | None, now: int) -> list[Change]:
         with self._write() as cur:
             return retry_dead(cur, ids, now)
 
+    @guarded
     def stats(self, now: int) -> Stats:
         with self._read() as cur:  # one snapshot, so the counts agree with each other
             return stats(cur, now)
 
+    @guarded
     def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:
         try:
             with self._write() as cur:

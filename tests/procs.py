@@ -1,0 +1,67 @@
+"""Run the real `duequeue` CLI as a separate process, the way cron does.
+
+`python -m duequeue` with this checkout first on PYTHONPATH, so the code under test is what runs
+whatever else is installed. Every call is bounded by a timeout.
+"""
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LIMIT_S = 30.0  # no test process may run longer than this
+
+
+def cli_env(db: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return an environment with no inherited DUEQUEUE_* setting, this checkout and `db`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DUEQUEUE_")}
+    env.update(PYTHONPATH=str(ROOT), DUEQUEUE_DB=str(db), PYTHONUNBUFFERED="1")
+    env.update(extra or {})
+    return env
+
+
+def cli_args(*args: str | bytes) -> list[str | bytes]:
+    return [sys.executable, "-m", "duequeue", *args]
+
+
+def run_cli(
+    db: Path, *args: str | bytes, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run one command to its end and return its exit code and output."""
+    return subprocess.run(
+        cli_args(*args),
+        env=cli_env(db, env),
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+        check=False,
+    )
+
+
+_spawned: list["subprocess.Popen[str]"] = []
+
+
+def spawn_cli(
+    db: Path, *args: str, env: Mapping[str, str] | None = None
+) -> "subprocess.Popen[str]":
+    """Start one command in the background, with its output piped; `reap()` ends it."""
+    proc = subprocess.Popen(
+        cli_args(*args),
+        env=cli_env(db, env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _spawned.append(proc)
+    return proc
+
+
+def reap() -> None:
+    """Kill what `spawn_cli` started and a failed test left running, so nothing outlives it."""
+    while _spawned:
+        proc = _spawned.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=LIMIT_S)
