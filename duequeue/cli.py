@@ -4,13 +4,14 @@ Only this module reads the clock; everything below takes `now` as an argument.
 """
 
 import functools
-import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
+from duequeue import entrypoint
+from duequeue.entrypoint import now as _now
+from duequeue.entrypoint import run_tick
 from duequeue.errors import DuequeueError
 
 app = typer.Typer(
@@ -24,16 +25,6 @@ app = typer.Typer(
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _clock_ms() -> int:
-    from duequeue.timefmt import to_ms
-
-    return to_ms(_now())
 
 
 def _errors_to_exit(fn: Callable[P, R]) -> Callable[P, R]:
@@ -234,29 +225,7 @@ def tick(
 ) -> None:
     """Deliver due reminders once; run from cron every minute. Prints one summary line."""
     root = ctx.find_root().params
-    _tick(root.get("db"), root.get("config"), limit, as_json)
-
-
-def _tick(db: str | None, config: str | None, limit: int | None, as_json: bool) -> None:
-    from duequeue import service
-    from duequeue.config import load_settings
-
-    settings = load_settings({"db": db}, config_file=config)
-    store = _store(settings)
-    try:
-        summary = service.run_tick(store, settings, _now(), _clock_ms, limit)
-    finally:
-        store.close()
-    if as_json:
-        import json
-
-        typer.echo(json.dumps(summary.as_json()))
-    else:
-        typer.echo(f"tick: {summary.line()}")
-    if summary.stopped_by:
-        from duequeue.stopsignal import die_by
-
-        die_by(summary.stopped_by)  # everything is written back; now end as the signal asks
+    run_tick(root.get("db"), root.get("config"), limit, as_json)
 
 
 @app.command()
@@ -403,19 +372,8 @@ from duequeue import cli_ops  # noqa: E402, F401
 
 
 def main() -> None:
-    """Run the CLI (the console script entry point)."""
-    from duequeue.fastargs import tick_args
-
-    # Cron's every-minute `tick` skips typer's option processing (see fastargs.py for why).
-    args = tick_args(sys.argv[1:])
-    if args is None:
-        app()
-        return
-    try:
-        _tick(args.db, args.config, args.limit, args.as_json)
-    except DuequeueError as exc:
-        typer.echo(f"duequeue: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+    """Run the CLI; the console script enters at entrypoint.main, which may skip typer."""
+    entrypoint.main()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,7 +10,8 @@ from typing import IO, Annotated, Any
 
 import typer
 
-from duequeue.cli import _errors_to_exit, _now, _settings, _store, app
+from duequeue.cli import _errors_to_exit, _settings, _store, app
+from duequeue.entrypoint import now as _now
 from duequeue.errors import BadInputError
 from duequeue.store.base import Change
 from duequeue.timefmt import iso, to_ms
@@ -288,7 +289,7 @@ def worker(
 ) -> None:
     """Tick every INTERVAL in the foreground until SIGTERM or SIGINT (for systemd)."""
     from duequeue import service
-    from duequeue.cli import _clock_ms
+    from duequeue.entrypoint import clock_ms as _clock_ms
     from duequeue.timefmt import parse_duration
     from duequeue.worker import Worker
 

@@ -69,9 +69,9 @@ class TickSummary:
         """Return the stable JSON form of the summary."""
         data = asdict(self)
         lateness = data.pop("max_lateness_ms")
-        errors = data.pop("errors")
+        errors, stopped_by = data.pop("errors"), data.pop("stopped_by")
         data["max_lateness_s"] = None if lateness is None else round(lateness / 1000, 3)
-        data["errors"] = errors
+        data["errors"], data["stopped_by"] = errors, stopped_by
         return data
 
     def line(self) -> str:

@@ -23,7 +23,12 @@ from duequeue.store.base import (
     WriteBack,
 )
 from duequeue.store.sqlite_errors import guarded, one_line, store_error
-from duequeue.store.sqlite_ops import OperatorQueries
+from duequeue.store.sqlite_ops import (
+    REMINDER_COLUMNS,
+    REMINDER_PARAMS,
+    OperatorQueries,
+    reminder_values,
+)
 
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
@@ -137,25 +142,10 @@ class SQLiteStore(OperatorQueries, Store):
             # The UNIQUE key decides, not a check-then-insert: concurrent adds of one key land once.
             rows = _fetch(
                 cur,
-                """INSERT INTO reminders (key, subject, body, data, rule_kind, rule, tz, dtstart,
-                       misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                f"""INSERT INTO reminders ({REMINDER_COLUMNS})
+                   VALUES ({REMINDER_PARAMS})
                    ON CONFLICT (key) DO NOTHING RETURNING id""",
-                (
-                    r.key,
-                    r.subject,
-                    r.body,
-                    r.data,
-                    r.rule_kind,
-                    r.rule,
-                    r.tz,
-                    r.dtstart,
-                    r.misfire_grace_ms,
-                    r.fire_at,
-                    r.fire_at,
-                    now,
-                    now,
-                ),
+                reminder_values(r, now),
             )
             if not rows:
                 existing = _fetch(cur, "SELECT id FROM reminders WHERE key = ?", (r.key,))

@@ -110,29 +110,10 @@ def add_many(cur: apsw.Cursor, reminders: Sequence[NewReminder], now: int) -> tu
     # even earlier in this batch, inserts nothing, and its id is simply left unused.
     base = int(_fetch(cur, "SELECT coalesce(max(id), 0) FROM reminders")[0][0])
     cur.executemany(
-        """INSERT INTO reminders (id, key, subject, body, data, rule_kind, rule, tz, dtstart,
-               misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        f"""INSERT INTO reminders (id, {REMINDER_COLUMNS})
+           VALUES (?, {REMINDER_PARAMS})
            ON CONFLICT (key) DO NOTHING""",
-        [
-            (
-                base + i,
-                r.key,
-                r.subject,
-                r.body,
-                r.data,
-                r.rule_kind,
-                r.rule,
-                r.tz,
-                r.dtstart,
-                r.misfire_grace_ms,
-                r.fire_at,
-                r.fire_at,
-                now,
-                now,
-            )
-            for i, r in enumerate(reminders, 1)
-        ],
+        [(base + i, *reminder_values(r, now)) for i, r in enumerate(reminders, 1)],
     )
     added = {int(row[0]) for row in _fetch(cur, "SELECT id FROM reminders WHERE id > ?", (base,))}
     cur.executemany(
@@ -382,3 +363,41 @@ def health(conn: apsw.Connection, path: str, expected_version: int) -> list[Heal
         )
     )
     return checks
+
+
+_REMINDER_FIELDS = (
+    "key",
+    "subject",
+    "body",
+    "data",
+    "rule_kind",
+    "rule",
+    "tz",
+    "dtstart",
+    "misfire_grace_ms",
+    "fire_at",
+    "next_fire_at",
+    "created_at",
+    "updated_at",
+)
+REMINDER_COLUMNS = ", ".join(_REMINDER_FIELDS)
+REMINDER_PARAMS = ", ".join("?" for _ in _REMINDER_FIELDS)
+
+
+def reminder_values(r: NewReminder, now: int) -> tuple[Any, ...]:
+    """Return a new reminder's values in REMINDER_COLUMNS order (due at its first fire)."""
+    return (
+        r.key,
+        r.subject,
+        r.body,
+        r.data,
+        r.rule_kind,
+        r.rule,
+        r.tz,
+        r.dtstart,
+        r.misfire_grace_ms,
+        r.fire_at,
+        r.fire_at,
+        now,
+        now,
+    )
