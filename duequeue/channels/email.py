@@ -75,6 +75,7 @@ class EmailChannel:
         # The connection an attempt is using, and whether the watchdog cut it; see _bounded.
         self._active: smtplib.SMTP | None = None
         self._expired = False
+        self._watchdog = _Watchdog(self._expire)
 
     async def __aenter__(self) -> "EmailChannel":
         """Prepare the worker; connect only when the first message is sent."""
@@ -92,6 +93,7 @@ class EmailChannel:
         finally:
             # The QUIT above ran last on the single worker, so the thread is idle and exits now.
             executor.shutdown(wait=False)
+            self._watchdog.close()
 
     async def send(self, msg: Message, address: str) -> Outcome:
         """Send one message to `address` and return its outcome; never raise."""
@@ -114,13 +116,11 @@ class EmailChannel:
         """Cut the connection when the attempt outlives the timeout (runs on the worker)."""
         self._expired = False
         self._active = self._conn
-        timer = threading.Timer(self._timeout, self._expire)
-        timer.daemon = True
-        timer.start()
+        self._watchdog.arm(self._timeout)
         try:
             yield
         finally:
-            timer.cancel()
+            self._watchdog.disarm()
 
     def _expire(self) -> None:
         # Runs on the timer thread. Shutting the socket down wakes the worker's blocked read or
@@ -296,6 +296,65 @@ class EmailChannel:
         for form in sorted(forms, key=len, reverse=True):
             text = text.replace(form, "***")
         return text
+
+
+class _Watchdog:
+    """One thread for the channel's life that cuts an attempt outliving its deadline.
+
+    A threading.Timer per message started a thread per email, and waking a thread on every
+    arm cost nearly as much. Attempts run one at a time on the worker, so one deadline is kept;
+    arming only wakes the thread when it would otherwise sleep past the new deadline (while
+    emails flow it sleeps a whole timeout, then re-checks the latest deadline).
+    """
+
+    def __init__(self, on_expire: Callable[[], None]) -> None:
+        self._on_expire = on_expire
+        self._cond = threading.Condition()
+        self._deadline: float | None = None
+        self._wake_at: float | None = None  # when the sleeping thread next looks; None: never
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float) -> None:
+        """Expire `seconds` from now unless disarmed first."""
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="duequeue-smtp-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._deadline = time.monotonic() + seconds
+            if self._wake_at is None or self._wake_at > self._deadline:
+                self._cond.notify()
+
+    def disarm(self) -> None:
+        """Cancel the pending deadline (the thread notices when it next wakes)."""
+        with self._cond:
+            self._deadline = None
+
+    def close(self) -> None:
+        """Stop the thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._deadline is None:
+                    self._wake_at = None
+                    self._cond.wait()
+                    continue
+                left = self._deadline - time.monotonic()
+                if left > 0:
+                    self._wake_at = self._deadline
+                    self._cond.wait(left)
+                    continue
+                self._deadline = None
+                self._on_expire()
 
 
 def _timed_out(exc: BaseException) -> bool:
