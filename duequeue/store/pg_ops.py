@@ -17,32 +17,14 @@ from duequeue.store.base import (
     Stats,
 )
 from duequeue.store.pg_session import Cursor
+from duequeue.store.rows import REMINDER_COLUMNS, REMINDER_FIELDS, reminder_values
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 
-_INSERT = """INSERT INTO reminders (key, subject, body, data, rule_kind, rule, tz, dtstart,
-                 misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at)
-             VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+_INSERT = f"""INSERT INTO reminders ({REMINDER_COLUMNS})
+             VALUES ({", ".join("%s" for _ in REMINDER_FIELDS)})
              ON CONFLICT (key) DO NOTHING RETURNING id"""
-
-
-def _values(r: NewReminder, now: int) -> tuple[Any, ...]:
-    return (
-        r.key,
-        r.subject,
-        r.body,
-        r.data,
-        r.rule_kind,
-        r.rule,
-        r.tz,
-        r.dtstart,
-        r.misfire_grace_ms,
-        r.fire_at,
-        r.fire_at,
-        now,
-        now,
-    )
 
 
 def _insert_targets(cur: Cursor, added: Sequence[tuple[int, NewReminder]]) -> None:
@@ -62,7 +44,7 @@ def _insert_targets(cur: Cursor, added: Sequence[tuple[int, NewReminder]]) -> No
 
 def insert_reminder(cur: Cursor, r: NewReminder, now: int) -> int | None:
     """Insert one reminder and its targets; return its id, or None if its key exists."""
-    cur.execute(_INSERT, _values(r, now))
+    cur.execute(_INSERT, reminder_values(r, now))
     row = cur.fetchone()
     if row is None:
         return None
@@ -78,7 +60,7 @@ def add_many(cur: Cursor, reminders: Sequence[NewReminder], now: int) -> tuple[i
     # Pipelined: one round trip for the batch, not one per reminder. Each statement still runs
     # in order, so the UNIQUE key decides as in `add`: a key seen before (even earlier in this
     # batch) inserts nothing and returns no row.
-    cur.executemany(_INSERT, [_values(r, now) for r in reminders], returning=True)
+    cur.executemany(_INSERT, [reminder_values(r, now) for r in reminders], returning=True)
     added: list[tuple[int, NewReminder]] = []
     for r in reminders:
         row = cur.fetchone()

@@ -8,6 +8,7 @@ columns carry the ownership past the transaction exactly as on SQLite.
 from collections.abc import Sequence
 
 from duequeue.store import pg_ops, pg_rows
+from duequeue.store import rows as shared
 from duequeue.store.base import (
     Change,
     Claimed,
@@ -22,10 +23,10 @@ from duequeue.store.base import (
     View,
     WriteBack,
 )
-from duequeue.store.pg_rows import VIEW_COLUMNS
 from duequeue.store.pg_session import SCHEMA_VERSION, Cursor, Session
 
-_CLAIM = """
+_CLAIM = (
+    """
     UPDATE reminders SET lease_owner = %(owner)s, lease_until = %(until)s, updated_at = %(now)s
     WHERE id IN (
         SELECT id FROM reminders
@@ -33,8 +34,9 @@ _CLAIM = """
           AND (lease_until IS NULL OR lease_until < %(now)s)
         ORDER BY next_fire_at, id LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED)
-    RETURNING id, subject, body, data, rule_kind, rule, tz, dtstart, misfire_grace_ms, fire_at,
-        error_count, next_fire_at"""
+    RETURNING """
+    + shared.CLAIM_RETURNING
+)
 
 # One statement: the row's update and, for a dead fire, its dead letter, so a tick's write-back
 # of one row is one round trip. The dead letter is written only if the update applied.
@@ -101,35 +103,19 @@ class PostgresStore(Store):
             rows = cur.fetchall()
             if not rows:
                 return []
-            # RETURNING gives no order; the tick wants the oldest due first.
-            rows.sort(key=lambda row: (row[11], row[0]))
+            shared.sort_claimed(rows)
             ids = [int(row[0]) for row in rows]
             targets = pg_rows.targets(cur, ids)
-            ledger = pg_rows.ledger_state(cur, ids, [int(row[9]) for row in rows])
-            claimed = []
-            for row in rows:
-                rid = int(row[0])
-                sent, permanent, attempts, rearmed = ledger.get(rid, (set(), set(), {}, False))
-                claimed.append(
-                    Claimed(
-                        id=rid,
-                        subject=row[1],
-                        body=row[2],
-                        data=row[3],
-                        rule_kind=row[4],
-                        rule=row[5],
-                        tz=row[6],
-                        dtstart=int(row[7]),
-                        misfire_grace_ms=row[8],
-                        fire_at=int(row[9]),
-                        error_count=int(row[10]),
-                        targets=targets.get(rid, ()),
-                        sent=frozenset(sent),
-                        permanent=frozenset(permanent),
-                        attempts=attempts,
-                        rearmed=rearmed,
-                    )
+            ledger, rearmed = pg_rows.ledger_state(cur, ids, [int(row[9]) for row in rows])
+            claimed = [
+                shared.claimed(
+                    row,
+                    targets.get(rid, ()),
+                    ledger.get(rid) or shared.LedgerState(),
+                    rid in rearmed,
                 )
+                for rid, row in zip(ids, rows, strict=True)
+            ]
             return claimed
 
         # Repeating is safe: if the lost transaction did commit, its rows stay leased to us
@@ -238,7 +224,8 @@ class PostgresStore(Store):
         def work(cur: Cursor) -> list[ReminderView]:
             if view == "dead":
                 cur.execute(
-                    f"""SELECT {VIEW_COLUMNS}, d.fire_at, d.error_count, d.last_error, d.dead_at
+                    f"""SELECT {shared.VIEW_COLUMNS},
+                            d.fire_at, d.error_count, d.last_error, d.dead_at
                         FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
                         WHERE r.cancelled_at IS NULL AND d.retried_at IS NULL AND {filters}
                         ORDER BY d.dead_at, d.id LIMIT %(limit)s""",
@@ -252,23 +239,25 @@ class PostgresStore(Store):
                 }[view]
                 order = "r.next_fire_at, r.id" if view != "all" else "r.id"
                 cur.execute(
-                    f"""SELECT {VIEW_COLUMNS} FROM reminders r WHERE {where} AND {filters}
+                    f"""SELECT {shared.VIEW_COLUMNS} FROM reminders r WHERE {where} AND {filters}
                         ORDER BY {order} LIMIT %(limit)s""",
                     args,
                 )
             rows = cur.fetchall()
             targets = pg_rows.targets(cur, sorted({int(row[0]) for row in rows}))
-            return [pg_rows.view(row, targets.get(int(row[0]), ())) for row in rows]
+            return [shared.view(row, targets.get(int(row[0]), ())) for row in rows]
 
         return self.session.transact(work, what="inspect", repeatable=True)
 
     def get(self, reminder_id: int) -> ReminderView | None:
         def work(cur: Cursor) -> ReminderView | None:
-            cur.execute(f"SELECT {VIEW_COLUMNS} FROM reminders r WHERE r.id = %s", (reminder_id,))
+            cur.execute(
+                f"SELECT {shared.VIEW_COLUMNS} FROM reminders r WHERE r.id = %s", (reminder_id,)
+            )
             row = cur.fetchone()
             if row is None:
                 return None
-            return pg_rows.view(row, pg_rows.targets(cur, [reminder_id]).get(reminder_id, ()))
+            return shared.view(row, pg_rows.targets(cur, [reminder_id]).get(reminder_id, ()))
 
         return self.session.transact(work, what="get", repeatable=True)
 

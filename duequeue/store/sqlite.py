@@ -4,7 +4,6 @@ import contextlib
 import os
 import secrets
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, cast
@@ -12,6 +11,7 @@ from typing import Any, cast
 import apsw
 
 from duequeue.errors import StoreError
+from duequeue.store import rows as shared
 from duequeue.store.base import (
     Claimed,
     DeliveryRecord,
@@ -23,27 +23,11 @@ from duequeue.store.base import (
     WriteBack,
 )
 from duequeue.store.sqlite_errors import guarded, one_line, store_error
-from duequeue.store.sqlite_ops import (
-    REMINDER_COLUMNS,
-    REMINDER_PARAMS,
-    OperatorQueries,
-    reminder_values,
-)
+from duequeue.store.sqlite_ops import REMINDER_PARAMS, OperatorQueries
 
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
 BUSY_TIMEOUT_MS = 5000
-
-_VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
-    CASE WHEN r.cancelled_at IS NOT NULL THEN 'cancelled'
-         WHEN r.dead_at IS NOT NULL THEN 'dead'
-         WHEN r.done_at IS NOT NULL THEN 'done' ELSE 'pending' END,
-    r.fire_at, r.next_fire_at, r.error_count, r.last_error, r.last_fired_at, r.skipped_fires,
-    r.created_at, r.dead_at,
-    (SELECT min(d.at) FROM deliveries d WHERE d.reminder_id = r.id
-        AND d.fire_at = r.last_fired_at AND d.outcome = 'sent'),
-    r.dtstart"""
-
 
 _ANY_DUE = """SELECT 1 FROM reminders WHERE next_fire_at <= :now AND error_count < :max
     AND (lease_until IS NULL OR lease_until < :now) LIMIT 1"""
@@ -142,10 +126,10 @@ class SQLiteStore(OperatorQueries, Store):
             # The UNIQUE key decides, not a check-then-insert: concurrent adds of one key land once.
             rows = _fetch(
                 cur,
-                f"""INSERT INTO reminders ({REMINDER_COLUMNS})
+                f"""INSERT INTO reminders ({shared.REMINDER_COLUMNS})
                    VALUES ({REMINDER_PARAMS})
                    ON CONFLICT (key) DO NOTHING RETURNING id""",
-                reminder_values(r, now),
+                shared.reminder_values(r, now),
             )
             if not rows:
                 existing = _fetch(cur, "SELECT id FROM reminders WHERE key = ?", (r.key,))
@@ -167,15 +151,14 @@ class SQLiteStore(OperatorQueries, Store):
         with self._write() as cur:
             rows = _fetch(
                 cur,
-                """UPDATE reminders SET lease_owner = :owner, lease_until = :until,
+                f"""UPDATE reminders SET lease_owner = :owner, lease_until = :until,
                        updated_at = :now
                    WHERE id IN (
                        SELECT id FROM reminders
                        WHERE next_fire_at <= :now AND error_count < :max
                          AND (lease_until IS NULL OR lease_until < :now)
                        ORDER BY next_fire_at, id LIMIT :limit)
-                   RETURNING id, subject, body, data, rule_kind, rule, tz, dtstart,
-                       misfire_grace_ms, fire_at, error_count, next_fire_at""",
+                   RETURNING {shared.CLAIM_RETURNING}""",
                 {
                     "owner": owner,
                     "until": now + lease_ms,
@@ -186,44 +169,21 @@ class SQLiteStore(OperatorQueries, Store):
             )
             if not rows:
                 return []
-            # RETURNING gives no order; the tick wants the oldest due first.
-            rows.sort(key=lambda row: (row[11], row[0]))
+            shared.sort_claimed(rows)
             ids = [int(row[0]) for row in rows]
             targets = self._targets(cur, ids)
             retried = self._retried(cur, ids)
-            ledger = self._ledger_state(
-                cur, [(rid, int(row[9])) for rid, row in zip(ids, rows, strict=True)], retried
-            )
-            claimed = []
-            nothing: tuple[frozenset[int], frozenset[int], dict[int, int]] = (
-                frozenset(),
-                frozenset(),
-                {},
-            )
-            for row in rows:
-                rid, fire_at = int(row[0]), int(row[9])
-                sent, permanent, attempts = ledger.get(rid, nothing)
-                retried_at = retried.get((rid, fire_at))
-                claimed.append(
-                    Claimed(
-                        id=rid,
-                        subject=row[1],
-                        body=row[2],
-                        data=row[3],
-                        rule_kind=row[4],
-                        rule=row[5],
-                        tz=row[6],
-                        dtstart=int(row[7]),
-                        misfire_grace_ms=row[8],
-                        fire_at=fire_at,
-                        error_count=int(row[10]),
-                        targets=targets.get(rid, ()),
-                        sent=sent,
-                        permanent=permanent,
-                        attempts=attempts,
-                        rearmed=retried_at is not None,
-                    )
+            fires = [(rid, int(row[9])) for rid, row in zip(ids, rows, strict=True)]
+            ledger = self._ledger_state(cur, fires, retried)
+            claimed = [
+                shared.claimed(
+                    row,
+                    targets.get(rid, ()),
+                    ledger.get(rid) or shared.LedgerState(),
+                    (rid, fire) in retried,
                 )
+                for (rid, fire), row in zip(fires, rows, strict=True)
+            ]
         return claimed
 
     @guarded
@@ -322,7 +282,7 @@ class SQLiteStore(OperatorQueries, Store):
         if view == "dead":
             rows = _fetch(
                 cur,
-                f"""SELECT {_VIEW_COLUMNS}, d.fire_at, d.error_count, d.last_error, d.dead_at
+                f"""SELECT {shared.VIEW_COLUMNS}, d.fire_at, d.error_count, d.last_error, d.dead_at
                     FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
                     WHERE r.cancelled_at IS NULL AND d.retried_at IS NULL AND {filters}
                     ORDER BY d.dead_at, d.id LIMIT :lim""",
@@ -337,22 +297,22 @@ class SQLiteStore(OperatorQueries, Store):
             order = "r.next_fire_at, r.id" if view != "all" else "r.id"
             rows = _fetch(
                 cur,
-                f"""SELECT {_VIEW_COLUMNS} FROM reminders r WHERE {where} AND {filters}
+                f"""SELECT {shared.VIEW_COLUMNS} FROM reminders r WHERE {where} AND {filters}
                     ORDER BY {order} LIMIT :lim""",
                 args,
             )
         targets = self._targets(cur, sorted({int(row[0]) for row in rows}))
-        return [_view(row, targets.get(int(row[0]), ())) for row in rows]
+        return [shared.view(row, targets.get(int(row[0]), ())) for row in rows]
 
     @guarded
     def get(self, reminder_id: int) -> ReminderView | None:
         cur = self._conn.cursor()
-        rows = _fetch(
-            cur, f"SELECT {_VIEW_COLUMNS} FROM reminders r WHERE r.id = ?", (reminder_id,)
+        found = _fetch(
+            cur, f"SELECT {shared.VIEW_COLUMNS} FROM reminders r WHERE r.id = ?", (reminder_id,)
         )
-        if not rows:
+        if not found:
             return None
-        return _view(rows[0], self._targets(cur, [reminder_id]).get(reminder_id, ()))
+        return shared.view(found[0], self._targets(cur, [reminder_id]).get(reminder_id, ()))
 
     @guarded
     def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
@@ -394,14 +354,12 @@ class SQLiteStore(OperatorQueries, Store):
         cur: apsw.Cursor,
         fires: Sequence[tuple[int, int]],
         retried: dict[tuple[int, int], int],
-    ) -> dict[int, tuple[frozenset[int], frozenset[int], dict[int, int]]]:
-        """Return, per reminder, its targets sent and failed for good, and attempts so far, for
-        the fire being claimed; rows without ledger entries for that fire are left out.
-
-        `retried` maps a re-armed (reminder, fire) to when the operator retried it.
-        """
+    ) -> dict[int, shared.LedgerState]:
+        """Return, per reminder, the ledger of the fire being claimed; rows without ledger
+        entries for that fire are left out. `retried` maps a re-armed (reminder, fire) to when
+        the operator retried it."""
         fire_of = dict(fires)
-        found: dict[int, tuple[set[int], set[int], dict[int, int]]] = {}
+        found: dict[int, shared.LedgerState] = {}
         # One statement for the whole batch (a query per row cost more than the claim itself);
         # each (reminder, fire) pair is looked up through the deliveries_fire index.
         for rid, tid, outcome, n, last in _fetch(
@@ -413,19 +371,9 @@ class SQLiteStore(OperatorQueries, Store):
                GROUP BY d.reminder_id, d.target_id, d.outcome""",
             ("[" + ",".join(f"[{int(r)},{int(f)}]" for r, f in fires) + "]",),
         ):
-            sent, permanent, attempts = found.setdefault(int(rid), (set(), set(), {}))
-            retried_at = retried.get((int(rid), fire_of[int(rid)]))
-            attempts[tid] = attempts.get(tid, 0) + int(n)
-            if outcome == "sent":
-                sent.add(tid)
-            elif outcome == "permanent" and (retried_at is None or last > retried_at):
-                # A refusal from before an operator's retry is what the retry is meant to
-                # get past (the receiver was fixed), so only a later one counts.
-                permanent.add(tid)
-        return {
-            rid: (frozenset(sent), frozenset(permanent), attempts)
-            for rid, (sent, permanent, attempts) in found.items()
-        }
+            state = found.setdefault(int(rid), shared.LedgerState())
+            state.add(int(tid), outcome, int(n), int(last), retried.get((rid, fire_of[rid])))
+        return found
 
 
 Row = tuple[Any, ...]
@@ -444,34 +392,6 @@ def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> li
 
 def _json_ints(ids: Sequence[int]) -> str:
     return "[" + ",".join(str(int(i)) for i in ids) + "]"
-
-
-def _view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
-    view = ReminderView(
-        id=row[0],
-        key=row[1],
-        subject=row[2],
-        rule_kind=row[3],
-        rule=row[4],
-        tz=row[5],
-        state=row[6],
-        fire_at=row[7],
-        next_fire_at=row[8],
-        error_count=row[9],
-        last_error=row[10],
-        last_fired_at=row[11],
-        skipped_fires=row[12],
-        created_at=row[13],
-        dead_at=row[14],
-        last_sent_at=row[15],
-        dtstart=row[16],
-        targets=targets,
-    )
-    if len(row) > 17:  # a dead letter: its fire, errors and time, beside the row's own state
-        view = replace(
-            view, dead_fire_at=row[17], error_count=row[18], last_error=row[19], dead_at=row[20]
-        )
-    return view
 
 
 def _connect(path: Path, busy_timeout_ms: int) -> apsw.Connection:

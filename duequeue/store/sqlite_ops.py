@@ -20,6 +20,7 @@ from duequeue.store.base import (
     PruneCounts,
     Stats,
 )
+from duequeue.store.rows import REMINDER_COLUMNS, REMINDER_FIELDS, reminder_values
 from duequeue.store.sqlite_errors import guarded
 
 
@@ -365,39 +366,4 @@ def health(conn: apsw.Connection, path: str, expected_version: int) -> list[Heal
     return checks
 
 
-_REMINDER_FIELDS = (
-    "key",
-    "subject",
-    "body",
-    "data",
-    "rule_kind",
-    "rule",
-    "tz",
-    "dtstart",
-    "misfire_grace_ms",
-    "fire_at",
-    "next_fire_at",
-    "created_at",
-    "updated_at",
-)
-REMINDER_COLUMNS = ", ".join(_REMINDER_FIELDS)
-REMINDER_PARAMS = ", ".join("?" for _ in _REMINDER_FIELDS)
-
-
-def reminder_values(r: NewReminder, now: int) -> tuple[Any, ...]:
-    """Return a new reminder's values in REMINDER_COLUMNS order (due at its first fire)."""
-    return (
-        r.key,
-        r.subject,
-        r.body,
-        r.data,
-        r.rule_kind,
-        r.rule,
-        r.tz,
-        r.dtstart,
-        r.misfire_grace_ms,
-        r.fire_at,
-        r.fire_at,
-        now,
-        now,
-    )
+REMINDER_PARAMS = ", ".join("?" for _ in REMINDER_FIELDS)

@@ -1,0 +1,147 @@
+"""What every store maps the same way: the columns it reads and the records it builds.
+
+The SQL dialects differ (placeholders, SKIP LOCKED, json_each vs unnest), but the columns a
+claim returns, the columns inspect reads and how their rows become records do not; keeping them
+here makes a column added for one store impossible to forget in the other.
+"""
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from duequeue.store.base import Claimed, NewReminder, ReminderView, Target
+
+# The columns of a new reminder, in reminder_values' order.
+REMINDER_FIELDS = (
+    "key",
+    "subject",
+    "body",
+    "data",
+    "rule_kind",
+    "rule",
+    "tz",
+    "dtstart",
+    "misfire_grace_ms",
+    "fire_at",
+    "next_fire_at",
+    "created_at",
+    "updated_at",
+)
+REMINDER_COLUMNS = ", ".join(REMINDER_FIELDS)
+
+# What a claim's UPDATE ... RETURNING gives back, in claimed()'s order.
+CLAIM_RETURNING = """id, subject, body, data, rule_kind, rule, tz, dtstart, misfire_grace_ms,
+    fire_at, error_count, next_fire_at"""
+
+# What inspect reads of a reminder (portable SQL), in view()'s order; the dead view appends
+# the dead letter's fire_at, error_count, last_error and dead_at.
+VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
+    CASE WHEN r.cancelled_at IS NOT NULL THEN 'cancelled'
+         WHEN r.dead_at IS NOT NULL THEN 'dead'
+         WHEN r.done_at IS NOT NULL THEN 'done' ELSE 'pending' END,
+    r.fire_at, r.next_fire_at, r.error_count, r.last_error, r.last_fired_at, r.skipped_fires,
+    r.created_at, r.dead_at,
+    (SELECT min(d.at) FROM deliveries d WHERE d.reminder_id = r.id
+        AND d.fire_at = r.last_fired_at AND d.outcome = 'sent'),
+    r.dtstart"""
+
+
+def reminder_values(r: NewReminder, now: int) -> tuple[Any, ...]:
+    """Return a new reminder's values in REMINDER_FIELDS order (due at its first fire)."""
+    return (
+        r.key,
+        r.subject,
+        r.body,
+        r.data,
+        r.rule_kind,
+        r.rule,
+        r.tz,
+        r.dtstart,
+        r.misfire_grace_ms,
+        r.fire_at,
+        r.fire_at,
+        now,
+        now,
+    )
+
+
+def sort_claimed(rows: list[Any]) -> None:
+    """Order claimed rows oldest due first (RETURNING gives no order)."""
+    rows.sort(key=lambda row: (row[11], row[0]))
+
+
+def claimed(
+    row: Sequence[Any],
+    targets: tuple[Target, ...],
+    ledger: "LedgerState",
+    rearmed: bool,
+) -> Claimed:
+    """Build a Claimed from a CLAIM_RETURNING row and its fire's ledger state."""
+    return Claimed(
+        id=int(row[0]),
+        subject=row[1],
+        body=row[2],
+        data=row[3],
+        rule_kind=row[4],
+        rule=row[5],
+        tz=row[6],
+        dtstart=int(row[7]),
+        misfire_grace_ms=row[8],
+        fire_at=int(row[9]),
+        error_count=int(row[10]),
+        targets=targets,
+        sent=frozenset(ledger.sent),
+        permanent=frozenset(ledger.permanent),
+        attempts=ledger.attempts,
+        rearmed=rearmed,
+    )
+
+
+class LedgerState:
+    """A claimed fire's ledger, folded from (target, outcome, count, latest) groups."""
+
+    __slots__ = ("attempts", "permanent", "sent")
+
+    def __init__(self) -> None:
+        self.sent: set[int] = set()
+        self.permanent: set[int] = set()
+        self.attempts: dict[int, int] = {}
+
+    def add(self, target_id: int, outcome: str, n: int, last: int, retried_at: int | None) -> None:
+        """Fold one group of ledger rows in."""
+        self.attempts[target_id] = self.attempts.get(target_id, 0) + n
+        if outcome == "sent":
+            self.sent.add(target_id)
+        elif outcome == "permanent" and (retried_at is None or last > retried_at):
+            # A refusal from before an operator's retry is what the retry is meant to get past
+            # (the receiver was fixed), so only a later one counts.
+            self.permanent.add(target_id)
+
+
+def view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
+    """Build a ReminderView from a VIEW_COLUMNS row (plus a dead letter's, in the dead view)."""
+    found = ReminderView(
+        id=row[0],
+        key=row[1],
+        subject=row[2],
+        rule_kind=row[3],
+        rule=row[4],
+        tz=row[5],
+        state=row[6],
+        fire_at=row[7],
+        next_fire_at=row[8],
+        error_count=row[9],
+        last_error=row[10],
+        last_fired_at=row[11],
+        skipped_fires=row[12],
+        created_at=row[13],
+        dead_at=row[14],
+        last_sent_at=row[15],
+        dtstart=row[16],
+        targets=targets,
+    )
+    if len(row) > 17:  # a dead letter: its fire, errors and time, beside the row's own state
+        found = replace(
+            found, dead_fire_at=row[17], error_count=row[18], last_error=row[19], dead_at=row[20]
+        )
+    return found
