@@ -17,7 +17,13 @@ from duequeue.store.base import (
     Stats,
 )
 from duequeue.store.pg_session import Cursor
-from duequeue.store.rows import REMINDER_COLUMNS, REMINDER_FIELDS, reminder_values
+from duequeue.store.rows import (
+    REMINDER_COLUMNS,
+    REMINDER_FIELDS,
+    cancel_refusal,
+    reminder_values,
+    retry_refusal,
+)
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -104,12 +110,9 @@ def cancel(cur: Cursor, ids: Sequence[int], now: int) -> list[Change]:
     states = _states(cur, ids)
     changes = []
     for rid in dict.fromkeys(ids):
-        _rule, _fire, _lease, done_at, cancelled_at = states[rid]
-        if cancelled_at is not None:
-            changes.append(Change(rid, skipped="already cancelled"))
-            continue
-        if done_at is not None:
-            changes.append(Change(rid, skipped="already finished (done)"))
+        refusal = cancel_refusal(states[rid])
+        if refusal is not None:
+            changes.append(Change(rid, skipped=refusal))
             continue
         # Clearing the lease is what makes cancellation win: a running tick's write-back
         # requires its lease, so it cannot put a next fire back on this row.
@@ -136,24 +139,14 @@ def retry_dead(cur: Cursor, ids: Sequence[int] | None, now: int) -> list[Change]
     states = _states(cur, ids)
     changes = []
     for rid in dict.fromkeys(ids):
-        _rule, fire_at, lease_until, _done, cancelled_at = states[rid]
         cur.execute(
             "SELECT min(fire_at) FROM dead_letters WHERE reminder_id = %s AND retried_at IS NULL",
             (rid,),
         )
         row = cur.fetchone()
         oldest = None if row is None else row[0]
-        reason = None
-        if oldest is None:
-            reason = "no dead fire to retry"
-        elif cancelled_at is not None:
-            reason = "cancelled"
-        elif lease_until is not None and lease_until >= now:
-            reason = "a tick is delivering it; retry after the tick"
-        elif fire_at is not None and fire_at <= now:
-            # Its pending fire is due or backing off: re-arming would drop that fire.
-            reason = "its pending fire is due now; retry after the next tick"
-        if reason is not None or oldest is None:
+        reason = retry_refusal(states[rid], oldest, now)
+        if reason is not None or oldest is None:  # no dead fire always has a reason
             changes.append(Change(rid, skipped=reason))
             continue
         cur.execute(

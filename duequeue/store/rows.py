@@ -145,3 +145,28 @@ def view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
             found, dead_fire_at=row[17], error_count=row[18], last_error=row[19], dead_at=row[20]
         )
     return found
+
+
+def cancel_refusal(state: Sequence[Any]) -> str | None:
+    """Return why a row in `_states` form cannot be cancelled, or None if it can."""
+    _rule, _fire, _lease, done_at, cancelled_at = state
+    if cancelled_at is not None:
+        return "already cancelled"
+    if done_at is not None:
+        return "already finished (done)"
+    return None
+
+
+def retry_refusal(state: Sequence[Any], oldest_dead: int | None, now: int) -> str | None:
+    """Return why a row's oldest dead fire cannot be re-armed now, or None if it can."""
+    _rule, fire_at, lease_until, _done, cancelled_at = state
+    if oldest_dead is None:
+        return "no dead fire to retry"
+    if cancelled_at is not None:
+        return "cancelled"
+    if lease_until is not None and lease_until >= now:
+        return "a tick is delivering it; retry after the tick"
+    if fire_at is not None and fire_at <= now:
+        # Its pending fire is due or backing off: re-arming would drop that fire.
+        return "its pending fire is due now; retry after the next tick"
+    return None

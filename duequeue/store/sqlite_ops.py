@@ -20,7 +20,13 @@ from duequeue.store.base import (
     PruneCounts,
     Stats,
 )
-from duequeue.store.rows import REMINDER_COLUMNS, REMINDER_FIELDS, reminder_values
+from duequeue.store.rows import (
+    REMINDER_COLUMNS,
+    REMINDER_FIELDS,
+    cancel_refusal,
+    reminder_values,
+    retry_refusal,
+)
 from duequeue.store.sqlite_errors import guarded
 
 
@@ -160,12 +166,9 @@ def cancel(cur: apsw.Cursor, ids: Sequence[int], now: int) -> list[Change]:
     states = _states(cur, ids)
     changes = []
     for rid in dict.fromkeys(ids):
-        _rule, _fire, _lease, done_at, cancelled_at = states[rid]
-        if cancelled_at is not None:
-            changes.append(Change(rid, skipped="already cancelled"))
-            continue
-        if done_at is not None:
-            changes.append(Change(rid, skipped="already finished (done)"))
+        refusal = cancel_refusal(states[rid])
+        if refusal is not None:
+            changes.append(Change(rid, skipped=refusal))
             continue
         # Clearing the lease is what makes cancellation win: a running tick's write-back
         # requires its lease, so it cannot put a next fire back on this row.
@@ -195,24 +198,14 @@ def retry_dead(cur: apsw.Cursor, ids: Sequence[int] | None, now: int) -> list[Ch
     states = _states(cur, ids)
     changes = []
     for rid in dict.fromkeys(ids):
-        _rule, fire_at, lease_until, _done, cancelled_at = states[rid]
         oldest = _fetch(
             cur,
             """SELECT min(fire_at) FROM dead_letters
                WHERE reminder_id = ? AND retried_at IS NULL""",
             (rid,),
         )[0][0]
-        reason = None
-        if oldest is None:
-            reason = "no dead fire to retry"
-        elif cancelled_at is not None:
-            reason = "cancelled"
-        elif lease_until is not None and lease_until >= now:
-            reason = "a tick is delivering it; retry after the tick"
-        elif fire_at is not None and fire_at <= now:
-            # Its pending fire is due or backing off: re-arming would drop that fire.
-            reason = "its pending fire is due now; retry after the next tick"
-        if reason is not None:
+        reason = retry_refusal(states[rid], oldest, now)
+        if reason is not None or oldest is None:  # no dead fire always has a reason
             changes.append(Change(rid, skipped=reason))
             continue
         cur.execute(
