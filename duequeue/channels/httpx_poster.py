@@ -1,0 +1,84 @@
+"""A webhook poster over any httpx transport: the private-address guard, and scripted tests.
+
+The default path is aiohttp_poster.py; this one keeps httpx's transport interface for what is
+written against it (netguard.GuardedTransport sits in httpcore's connect step).
+"""
+
+import asyncio
+
+import httpx
+
+from duequeue.channels.netguard import BlockedAddressError
+from duequeue.channels.posting import RETRY_AFTER_STATUSES, Posted, PostFailed, causes, describe
+from duequeue.channels.posting import last_message as _last_message
+
+
+class HttpxPoster:
+    """POST straight to an httpx transport: one request, redirects never followed."""
+
+    def __init__(
+        self, transport: httpx.AsyncBaseTransport, *, timeout: float, max_response_bytes: int
+    ) -> None:
+        self._transport = transport
+        self._timeout = timeout
+        self._max_bytes = max_response_bytes
+        # The attempt as a whole is bounded by the channel; these bound each phase.
+        self._extensions = {"timeout": {"connect": timeout, "read": timeout, "write": timeout}}
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Posted:
+        """POST `body` to `url`; return the status and up to max_response_bytes of the body."""
+        status: int | None = None
+        try:
+            # httpx bounds each phase; this bounds the attempt (a slow drip never ends a read).
+            async with asyncio.timeout(self._timeout):
+                request = httpx.Request(
+                    "POST", url, content=body, headers=headers, extensions=self._extensions
+                )
+                response = await self._transport.handle_async_request(request)
+                try:
+                    status = response.status_code
+                    head = await _read_capped(response, self._max_bytes)
+                    retry_after = None
+                    if status in RETRY_AFTER_STATUSES:
+                        retry_after = response.headers.get("retry-after")
+                finally:
+                    await response.aclose()
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+            raise PostFailed("permanent", f"invalid webhook URL: {exc}") from exc
+        except BlockedAddressError as exc:
+            raise PostFailed("permanent", str(exc)) from exc
+        except (TimeoutError, httpx.TransportError) as exc:
+            if status is not None and 200 <= status < 300:
+                # The receiver accepted the event; only its response body went wrong.
+                return Posted(status, b"", None)
+            raise PostFailed("failed", _describe(exc, self._timeout)) from exc
+        return Posted(status, head, retry_after)
+
+    async def aclose(self) -> None:
+        """Close the transport."""
+        await self._transport.aclose()
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    remaining = limit
+    async for chunk in response.aiter_raw():
+        chunks.append(chunk[:remaining])
+        remaining -= len(chunk)
+        if remaining <= 0:
+            # Leaving the stream unread closes this connection instead of draining a huge body.
+            break
+    return b"".join(chunks)
+
+
+def _describe(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timeout after {timeout:g}s"
+    known = describe(exc, timeout)
+    if known is not None:
+        return known
+    if isinstance(exc, httpx.ProtocolError):
+        return f"protocol error: {exc}"
+    if isinstance(exc, httpx.ConnectError):
+        return f"connection failed: {_last_message(causes(exc))}"
+    return f"network error: {_last_message(causes(exc))}"
