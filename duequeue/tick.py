@@ -26,9 +26,10 @@ from duequeue.timefmt import from_ms, to_ms
 if TYPE_CHECKING:
     import asyncio
     import signal
+    from collections import deque
 
     # Imported where rows are delivered: a tick with nothing due must not pay for them.
-    from duequeue.channels.base import Outcome
+    from duequeue.channels.base import Message, Outcome
     from duequeue.schedule import Rule
 
 
@@ -130,6 +131,22 @@ def tick(
     return summary
 
 
+class _Fire:
+    """One claimed row's fire while its targets are tried: the outcomes as they come in."""
+
+    __slots__ = ("cut", "data", "fire_at", "left", "outcomes", "row")
+
+    def __init__(self, row: Claimed, fire_at: datetime, data: Any) -> None:
+        self.row, self.fire_at, self.data = row, fire_at, data
+        self.outcomes: list[Outcome | None] = [None] * len(row.targets)
+        self.left = len(row.targets)  # targets still to resolve
+        self.cut = False  # some target was not tried: out of time, stopped, or the store failed
+
+
+# A target of a fire, waiting in its channel's queue: (the fire, the target's index).
+_Job = tuple[_Fire, int]
+
+
 class _Run:
     """The delivering half of one tick."""
 
@@ -162,15 +179,20 @@ class _Run:
         self.loop = asyncio.get_running_loop()
         self.deadline = self.loop.time() + self.options.budget_s
         self.task = asyncio.current_task()
-        self.limits = {
-            "webhook": asyncio.Semaphore(self.options.webhook_concurrency),
+        # A fixed pool of workers per channel takes the targets in claim order (oldest first),
+        # rather than a task per row waiting on a semaphore: at 20,000 rows the tasks and their
+        # wake-ups cost more than the sends. A row's targets on different channels still go out
+        # concurrently, and a slow channel never holds up the other.
+        workers = {
+            "webhook": self.options.webhook_concurrency,
             # One SMTP connection serves the whole tick, so emails go out one at a time on its
-            # worker thread. Two may be handed over at once, so that the next is already built
+            # worker thread. Two are handed over at once, so that the next is already built
             # and waiting when the last reply comes (one at a time, the thread and the loop
-            # ping-ponged on every message); taking the turn here lets the budget check below
-            # stop emails not yet handed over. The lease (config.lease_ms) allows for two.
-            "email": asyncio.Semaphore(2),
+            # ping-ponged on every message); the budget check below stops emails not yet
+            # handed over. The lease (config.lease_ms) allows for two.
+            "email": 2,
         }
+        queues: dict[str, deque[_Job]] = {}
         needs = {t.channel for r in rows for t in r.targets}
         o = self.options
         async with Dispatcher(
@@ -184,8 +206,16 @@ class _Run:
             webhook_block_private=o.webhook_block_private,
         ) as dispatcher:
             self.dispatcher = dispatcher
+            for row in rows:
+                self._guarded(row, self._start, row, queues)
             async with on_stop_signals(self._stop):
-                await asyncio.gather(*(self._row(row) for row in rows))
+                await asyncio.gather(
+                    *(
+                        self._work(queue)
+                        for channel, queue in queues.items()
+                        for _ in range(min(workers.get(channel, 1), len(queue)))
+                    )
+                )
         self.commit.flush()
 
     def _stop(self, sig: signal.Signals) -> None:
@@ -197,18 +227,19 @@ class _Run:
         self.deadline = float("-inf")
         self.summary.stopped_by = sig.name
 
-    async def _row(self, row: Claimed) -> None:
+    def _guarded(self, row: Claimed, step: Callable[..., None], *args: Any) -> None:
         try:
-            await self._deliver_row(row)
+            step(*args)
         except StoreError:
             raise  # the database is gone for everyone: stop the tick, leases hand rows back
         except Exception as exc:
-            # One broken row must not cancel the deliveries of every other row in the batch.
+            # One broken row must not stop the deliveries of every other row in the batch.
             self.summary.errors.append(f"reminder {row.id}: {type(exc).__name__}: {exc}")
             if row.id not in self.finished and row.id not in self.counters:
                 self.commit.release(row.id)
 
-    async def _deliver_row(self, row: Claimed) -> None:
+    def _start(self, row: Claimed, queues: dict[str, deque[_Job]]) -> None:
+        """Skip a fire past its grace, or queue its targets on their channels."""
         lateness = self.now - row.fire_at
         # A re-armed dead fire goes out however late: an operator asked for it (`retry`).
         grace = None if row.rearmed else row.misfire_grace_ms
@@ -220,72 +251,83 @@ class _Run:
             return
         s = self.summary
         s.max_lateness_ms = max(s.max_lateness_ms or 0, lateness)
-        fire_at = from_ms(row.fire_at)
-        import json
+        data = None
+        if row.data is not None:
+            import json
 
-        data = None if row.data is None else json.loads(row.data)
-        targets = row.targets
-        results: Sequence[Outcome | None]
-        if len(targets) == 1:
-            # One target (the common case): no task to fan out to.
-            results = [await self._target(row, fire_at, data, targets[0])]
-        else:
-            import asyncio
+            data = json.loads(row.data)
+        fire = _Fire(row, from_ms(row.fire_at), data)
+        for i, target in enumerate(row.targets):
+            if target.id in row.sent:
+                self._resolve(fire, i, _outcome("sent"))
+            elif target.id in row.permanent:
+                self._resolve(fire, i, _outcome("permanent", _REFUSED_BEFORE))
+            else:
+                queue = queues.get(target.channel)
+                if queue is None:
+                    from collections import deque
 
-            results = await asyncio.gather(*(self._target(row, fire_at, data, t) for t in targets))
-        if any(r is None for r in results):
+                    queue = queues[target.channel] = deque()
+                queue.append((fire, i))
+        if not row.targets:
+            self._finish(fire)
+
+    async def _work(self, queue: deque[_Job]) -> None:
+        """Send the targets of one channel's queue, one at a time, until it is empty."""
+        while queue:
+            fire, i = queue.popleft()
+            if fire.row.id in self.finished or fire.row.id in self.counters:
+                continue  # the row broke (see _guarded) and was handed back
+            if self.loop.time() >= self.deadline or self.commit.failed:
+                # Out of time, stopped, or the store stopped taking outcomes: send nothing more.
+                # The row is released, and the final flush reports the store's error.
+                fire.cut = True
+                self._guarded(fire.row, self._resolve, fire, i, None)
+                continue
+            row, target = fire.row, fire.row.targets[i]
+            msg = _message(row, fire, target)
+            outcome = await self.dispatcher.send(msg, target.channel, target.address)
+            # Queued, not yet committed: the row's write-back or release is queued after this,
+            # and a flush commits outcomes first (groupcommit.py), so the lease outlives the
+            # record.
+            self.commit.record(
+                DeliveryRecord(
+                    reminder_id=row.id,
+                    target_id=target.id,
+                    fire_at=row.fire_at,
+                    outcome=outcome.status,
+                    error=outcome.error,
+                    attempt=row.attempts.get(target.id, 0) + 1,
+                    at=self.clock(),
+                )
+            )
+            if outcome.status == "sent":
+                self.summary.deliveries_sent += 1
+            else:
+                self.summary.deliveries_failed += 1
+            self._guarded(row, self._resolve, fire, i, outcome)
+
+    def _resolve(self, fire: _Fire, i: int, outcome: Outcome | None) -> None:
+        """Take target `i`'s outcome (None: not tried); the last one finishes the row."""
+        fire.outcomes[i] = outcome
+        fire.left -= 1
+        if fire.left == 0:
+            self._finish(fire)
+
+    def _finish(self, fire: _Fire) -> None:
+        """Write the row back from its targets' outcomes, or release it if one was not tried."""
+        row = fire.row
+        if fire.cut:
             # The budget ran out before some target was tried: the next tick takes the row,
             # and the ledger keeps it from re-sending the targets this tick already reached.
             self.commit.release(row.id)
             return
-        outcomes = [(_label(t), o) for t, o in zip(targets, results, strict=True) if o]
+        outcomes = [(_label(t), o) for t, o in zip(row.targets, fire.outcomes, strict=True) if o]
         try:
             verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes)
         except BrokenRuleError as exc:
             verdict, wb = Verdict.DEAD, _parked(row, str(exc))
         self._write(wb, _COUNTERS[verdict])
-
-    async def _target(
-        self, row: Claimed, fire_at: datetime, data: Any, target: Target
-    ) -> Outcome | None:
-        from duequeue.channels.base import Message, Outcome, delivery_id
-
-        if target.id in row.sent:
-            return Outcome("sent")
-        if target.id in row.permanent:
-            return Outcome("permanent", "refused for good on an earlier attempt")
-        async with self.limits[target.channel]:
-            if self.loop.time() >= self.deadline or self.commit.failed:
-                # Out of time, stopped, or the store stopped taking outcomes: send nothing more.
-                # The row is released, and the final flush reports the store's error.
-                return None
-            msg = Message(
-                row.id,
-                fire_at,
-                row.subject,
-                row.body,
-                data,
-                delivery_id(row.id, row.fire_at, target.id),
-            )
-            outcome = await self.dispatcher.send(msg, target.channel, target.address)
-        # Queued, not yet committed: the row's write-back or release is queued after this, and
-        # a flush commits outcomes first (groupcommit.py), so the lease outlives the record.
-        self.commit.record(
-            DeliveryRecord(
-                reminder_id=row.id,
-                target_id=target.id,
-                fire_at=row.fire_at,
-                outcome=outcome.status,
-                error=outcome.error,
-                attempt=row.attempts.get(target.id, 0) + 1,
-                at=self.clock(),
-            )
-        )
-        if outcome.status == "sent":
-            self.summary.deliveries_sent += 1
-        else:
-            self.summary.deliveries_failed += 1
-        return outcome
 
     def _write(self, wb: WriteBack, counter: str) -> None:
         self.counters[wb.reminder_id] = counter
@@ -308,6 +350,28 @@ class _Run:
     def _released(self, ids: Sequence[int]) -> None:
         self.finished.update(ids)
         self.summary.released += len(ids)
+
+
+_REFUSED_BEFORE = "refused for good on an earlier attempt"
+
+
+def _outcome(status: Literal["sent", "permanent"], error: str | None = None) -> Outcome:
+    from duequeue.channels.base import Outcome
+
+    return Outcome(status, error)
+
+
+def _message(row: Claimed, fire: _Fire, target: Target) -> Message:
+    from duequeue.channels.base import Message, delivery_id
+
+    return Message(
+        row.id,
+        fire.fire_at,
+        row.subject,
+        row.body,
+        fire.data,
+        delivery_id(row.id, row.fire_at, target.id),
+    )
 
 
 _COUNTERS = {
