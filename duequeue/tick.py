@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections import deque
 
     # Imported where rows are delivered: a tick with nothing due must not pay for them.
-    from duequeue.channels.base import Message, Outcome
+    from duequeue.channels.base import Outcome
     from duequeue.schedule import Rule
 
 
@@ -274,6 +274,8 @@ class _Run:
 
     async def _work(self, queue: deque[_Job]) -> None:
         """Send the targets of one channel's queue, one at a time, until it is empty."""
+        from duequeue.channels.base import Message, delivery_id  # once per worker, not per send
+
         while queue:
             fire, i = queue.popleft()
             if fire.row.id in self.finished or fire.row.id in self.counters:
@@ -285,7 +287,14 @@ class _Run:
                 self._guarded(fire.row, self._resolve, fire, i, None)
                 continue
             row, target = fire.row, fire.row.targets[i]
-            msg = _message(row, fire, target)
+            msg = Message(
+                row.id,
+                fire.fire_at,
+                row.subject,
+                row.body,
+                fire.data,
+                delivery_id(row.id, row.fire_at, target.id),
+            )
             outcome = await self.dispatcher.send(msg, target.channel, target.address)
             # Queued, not yet committed: the row's write-back or release is queued after this,
             # and a flush commits outcomes first (groupcommit.py), so the lease outlives the
@@ -322,7 +331,11 @@ class _Run:
             # and the ledger keeps it from re-sending the targets this tick already reached.
             self.commit.release(row.id)
             return
-        outcomes = [(_label(t), o) for t, o in zip(row.targets, fire.outcomes, strict=True) if o]
+        tried = [(t, o) for t, o in zip(row.targets, fire.outcomes, strict=True) if o]
+        # Labels only go into the error text of a failure; a fire that reached every target
+        # (the common case, thousands a tick) needs none.
+        failed = any(o.status != "sent" for _, o in tried)
+        outcomes = [(_label(t) if failed else "", o) for t, o in tried]
         try:
             verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes)
         except BrokenRuleError as exc:
@@ -359,19 +372,6 @@ def _outcome(status: Literal["sent", "permanent"], error: str | None = None) -> 
     from duequeue.channels.base import Outcome
 
     return Outcome(status, error)
-
-
-def _message(row: Claimed, fire: _Fire, target: Target) -> Message:
-    from duequeue.channels.base import Message, delivery_id
-
-    return Message(
-        row.id,
-        fire.fire_at,
-        row.subject,
-        row.body,
-        fire.data,
-        delivery_id(row.id, row.fire_at, target.id),
-    )
 
 
 _COUNTERS = {

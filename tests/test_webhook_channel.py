@@ -1,4 +1,8 @@
-"""The webhook channel against a real loopback HTTP server (and a few scripted transports)."""
+"""The webhook channel against a real loopback HTTP server (and a few scripted transports).
+
+Without `transport=` the channel posts through aiohttp (channels/aiohttp_poster.py); the tests
+that pass an httpx.MockTransport exercise the httpx path the private-address guard uses.
+"""
 
 import asyncio
 import base64
@@ -20,6 +24,7 @@ from duequeue.channels.signing import parse_secret, sign
 from duequeue.channels.webhook import WebhookChannel, build_payload, parse_retry_after
 from duequeue.errors import ConfigError
 from duequeue.timefmt import to_ms
+from tests import rawserver
 from tests.servers import HttpSink, Reply, free_port
 
 FIRE_AT = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
@@ -273,6 +278,25 @@ def test_it_cuts_a_slow_drip_at_the_whole_attempt_timeout() -> None:
 
     assert outcome == Outcome("failed", "timeout after 0.3s")
     assert time.monotonic() - started < 1.0
+
+
+def test_the_default_client_cuts_an_error_body_dripped_a_byte_at_a_time() -> None:
+    # Every read succeeds (a byte every 20 ms); only a whole-attempt timeout ends it.
+    head = b"HTTP/1.1 500 Oops\r\nContent-Length: 100000\r\n\r\n"
+    with rawserver.RawServer(rawserver.drip(head, b"x" * 100, 0.02)) as server:
+        started = time.monotonic()
+        outcome = send(server.url(), timeout=0.3)
+
+    assert outcome == Outcome("failed", "timeout after 0.3s")
+    assert time.monotonic() - started < 1.0
+
+
+def test_the_default_client_counts_a_2xx_whose_body_drips_as_sent() -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"
+    with rawserver.RawServer(rawserver.drip(head, b"x" * 100, 0.02)) as server:
+        outcome = send(server.url(), timeout=0.3)
+
+    assert outcome == Outcome("sent")
 
 
 def test_it_reads_a_huge_response_only_up_to_the_cap() -> None:

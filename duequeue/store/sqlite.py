@@ -206,46 +206,31 @@ class SQLiteStore(OperatorQueries, Store):
     def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
         applied = 0
         with self._write() as cur:
+            # One executemany for the common case (no dead letter): a statement per row cost
+            # a measurable share of a 20,000-row tick. A row whose lease was lost matches
+            # nothing, so the change count says how many applied.
+            plain = [_write_back_params(w, now, owner) for w in items if not w.dead_letter]
+            if plain:
+                before = self._conn.total_changes()
+                cur.executemany(_WRITE_BACK, plain)
+                applied += self._conn.total_changes() - before
             for w in items:
-                _fetch(
-                    cur,
-                    """UPDATE reminders SET
-                           fire_at = :pending, next_fire_at = :next, error_count = :errors,
-                           last_error = :error,
-                           last_fired_at = CASE WHEN :fired THEN :fire ELSE last_fired_at END,
-                           skipped_fires = skipped_fires + :skipped,
-                           done_at = CASE WHEN :state = 'done' THEN :now END,
-                           dead_at = CASE WHEN :state = 'dead' THEN :now END,
-                           lease_owner = NULL, lease_until = NULL, updated_at = :now
-                       WHERE id = :id AND lease_owner = :owner""",
-                    {
-                        "pending": w.pending_fire_at,
-                        "next": w.next_fire_at,
-                        "errors": w.error_count,
-                        "error": w.last_error,
-                        "fired": w.fired,
-                        "fire": w.fire_at,
-                        "skipped": w.skipped,
-                        "state": w.state,
-                        "now": now,
-                        "id": w.reminder_id,
-                        "owner": owner,
-                    },
-                )
+                if not w.dead_letter:
+                    continue
+                cur.execute(_WRITE_BACK, _write_back_params(w, now, owner))
                 if self._conn.changes() != 1:
                     continue  # the lease was lost: the row is someone else's now
                 applied += 1
-                if w.dead_letter:
-                    cur.execute(
-                        """INSERT INTO dead_letters
-                               (reminder_id, fire_at, error_count, last_error, dead_at)
-                           VALUES (?, ?, ?, ?, ?)
-                           ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
-                               error_count = excluded.error_count,
-                               last_error = excluded.last_error, dead_at = excluded.dead_at,
-                               retried_at = NULL""",
-                        (w.reminder_id, w.fire_at, w.error_count, w.last_error, now),
-                    )
+                cur.execute(
+                    """INSERT INTO dead_letters
+                           (reminder_id, fire_at, error_count, last_error, dead_at)
+                       VALUES (?, ?, ?, ?, ?)
+                       ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
+                           error_count = excluded.error_count,
+                           last_error = excluded.last_error, dead_at = excluded.dead_at,
+                           retried_at = NULL""",
+                    (w.reminder_id, w.fire_at, w.error_count, w.last_error, now),
+                )
         return applied
 
     @guarded
@@ -377,6 +362,32 @@ class SQLiteStore(OperatorQueries, Store):
 
 
 Row = tuple[Any, ...]
+
+# The write-back of one row, only while we hold its lease; parameters from _write_back_params.
+_WRITE_BACK = """UPDATE reminders SET
+       fire_at = ?1, next_fire_at = ?2, error_count = ?3, last_error = ?4,
+       last_fired_at = CASE WHEN ?5 THEN ?6 ELSE last_fired_at END,
+       skipped_fires = skipped_fires + ?7,
+       done_at = CASE WHEN ?8 = 'done' THEN ?9 END,
+       dead_at = CASE WHEN ?8 = 'dead' THEN ?9 END,
+       lease_owner = NULL, lease_until = NULL, updated_at = ?9
+   WHERE id = ?10 AND lease_owner = ?11"""
+
+
+def _write_back_params(w: WriteBack, now: int, owner: str) -> Row:
+    return (
+        w.pending_fire_at,
+        w.next_fire_at,
+        w.error_count,
+        w.last_error,
+        w.fired,
+        w.fire_at,
+        w.skipped,
+        w.state,
+        now,
+        w.reminder_id,
+        owner,
+    )
 
 
 def _upgrade_from_1(cur: apsw.Cursor) -> None:
