@@ -165,6 +165,7 @@ class _Run:
         self.owner, self.summary = owner, summary
         self.finished: set[int] = set()  # rows written back or released, committed
         self.counters: dict[int, str] = {}  # row id -> summary counter its write-back adds to
+        self.broken: set[int] = set()  # rows an unexpected error made the tick hand back
         self.task: asyncio.Task[Any] | None = None
         self.commit = GroupCommit(
             store, owner, now, on_written=self._written, on_released=self._released
@@ -206,9 +207,14 @@ class _Run:
             webhook_block_private=o.webhook_block_private,
         ) as dispatcher:
             self.dispatcher = dispatcher
-            for row in rows:
-                self._guarded(row, self._start, row, queues)
             async with on_stop_signals(self._stop):
+                for row in rows:
+                    try:
+                        self._start(row, queues)
+                    except StoreError:
+                        raise  # the database is gone for everyone: leases hand rows back
+                    except Exception as exc:
+                        self._broke(row, exc)
                 await asyncio.gather(
                     *(
                         self._work(queue)
@@ -227,16 +233,12 @@ class _Run:
         self.deadline = float("-inf")
         self.summary.stopped_by = sig.name
 
-    def _guarded(self, row: Claimed, step: Callable[..., None], *args: Any) -> None:
-        try:
-            step(*args)
-        except StoreError:
-            raise  # the database is gone for everyone: stop the tick, leases hand rows back
-        except Exception as exc:
-            # One broken row must not stop the deliveries of every other row in the batch.
-            self.summary.errors.append(f"reminder {row.id}: {type(exc).__name__}: {exc}")
-            if row.id not in self.finished and row.id not in self.counters:
-                self.commit.release(row.id)
+    def _broke(self, row: Claimed, exc: Exception) -> None:
+        # One broken row must not stop the deliveries of every other row in the batch.
+        self.summary.errors.append(f"reminder {row.id}: {type(exc).__name__}: {exc}")
+        self.broken.add(row.id)  # its targets still queued are dropped, not sent
+        if row.id not in self.finished and row.id not in self.counters:
+            self.commit.release(row.id)
 
     def _start(self, row: Claimed, queues: dict[str, deque[_Job]]) -> None:
         """Skip a fire past its grace, or queue its targets on their channels."""
@@ -278,43 +280,49 @@ class _Run:
 
         while queue:
             fire, i = queue.popleft()
-            if fire.row.id in self.finished or fire.row.id in self.counters:
-                continue  # the row broke (see _guarded) and was handed back
-            if self.loop.time() >= self.deadline or self.commit.failed:
-                # Out of time, stopped, or the store stopped taking outcomes: send nothing more.
-                # The row is released, and the final flush reports the store's error.
-                fire.cut = True
-                self._guarded(fire.row, self._resolve, fire, i, None)
-                continue
-            row, target = fire.row, fire.row.targets[i]
-            msg = Message(
-                row.id,
-                fire.fire_at,
-                row.subject,
-                row.body,
-                fire.data,
-                delivery_id(row.id, row.fire_at, target.id),
-            )
-            outcome = await self.dispatcher.send(msg, target.channel, target.address)
-            # Queued, not yet committed: the row's write-back or release is queued after this,
-            # and a flush commits outcomes first (groupcommit.py), so the lease outlives the
-            # record.
-            self.commit.record(
-                DeliveryRecord(
-                    reminder_id=row.id,
-                    target_id=target.id,
-                    fire_at=row.fire_at,
-                    outcome=outcome.status,
-                    error=outcome.error,
-                    attempt=row.attempts.get(target.id, 0) + 1,
-                    at=self.clock(),
+            row = fire.row
+            if row.id in self.broken:
+                continue  # handed back by _broke
+            try:
+                if self.loop.time() >= self.deadline or self.commit.failed:
+                    # Out of time, stopped, or the store stopped taking outcomes: send nothing
+                    # more. The row is released, and the final flush reports the store's error.
+                    fire.cut = True
+                    self._resolve(fire, i, None)
+                    continue
+                target = row.targets[i]
+                msg = Message(
+                    row.id,
+                    fire.fire_at,
+                    row.subject,
+                    row.body,
+                    fire.data,
+                    delivery_id(row.id, row.fire_at, target.id),
                 )
-            )
-            if outcome.status == "sent":
-                self.summary.deliveries_sent += 1
-            else:
-                self.summary.deliveries_failed += 1
-            self._guarded(row, self._resolve, fire, i, outcome)
+                outcome = await self.dispatcher.send(msg, target.channel, target.address)
+                # Queued, not yet committed: the row's write-back or release is queued after
+                # this, and a flush commits outcomes first (groupcommit.py), so the lease
+                # outlives the record.
+                self.commit.record(
+                    DeliveryRecord(
+                        reminder_id=row.id,
+                        target_id=target.id,
+                        fire_at=row.fire_at,
+                        outcome=outcome.status,
+                        error=outcome.error,
+                        attempt=row.attempts.get(target.id, 0) + 1,
+                        at=self.clock(),
+                    )
+                )
+                if outcome.status == "sent":
+                    self.summary.deliveries_sent += 1
+                else:
+                    self.summary.deliveries_failed += 1
+                self._resolve(fire, i, outcome)
+            except StoreError:
+                raise  # the database is gone for everyone: stop the tick, leases hand rows back
+            except Exception as exc:
+                self._broke(row, exc)
 
     def _resolve(self, fire: _Fire, i: int, outcome: Outcome | None) -> None:
         """Take target `i`'s outcome (None: not tried); the last one finishes the row."""

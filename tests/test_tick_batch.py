@@ -124,3 +124,71 @@ def test_a_tick_leaves_the_garbage_collector_as_it_found_it(db_path: Path, http:
     assert len(http.requests) == 3
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+def test_a_row_the_tick_cannot_handle_is_reported_and_handed_back_the_rest_go_out(
+    db_path: Path, http: HttpSink
+) -> None:
+    store = WatchedStore(db_path)
+    fill(store, http.url("/r"), 5)
+    broken = 3
+    # Two targets, so that one is still queued when the row is found broken.
+    store._conn.execute(
+        "INSERT INTO targets (reminder_id, channel, address) VALUES (?, 'webhook', ?)",
+        (broken, http.url("/second")),
+    )
+    # Stored data that no longer parses (written behind duequeue's back).
+    store._conn.execute("UPDATE reminders SET data = '{not json' WHERE id = ?", (broken,))
+    options = TickOptions(limit=100, webhook_concurrency=2, channel_timeout=10.0)
+
+    summary = tick(store, NOW, options, lambda: NOW)
+
+    assert summary.sent == 4
+    assert summary.released == 1
+    [error] = summary.errors
+    assert error.startswith(f"reminder {broken}: JSONDecodeError")
+    ids = {int(r.headers["webhook-id"].split("_")[1]) for r in http.requests}
+    assert ids == {1, 2, 4, 5}  # nothing of the broken row was sent
+    [view] = [v for v in store.list_view("all", NOW) if v.id == broken]
+    assert view.state == "pending"
+    lease = store._conn.execute("SELECT lease_owner FROM reminders WHERE id = ?", (broken,))
+    assert lease.fetchall() == [(None,)]  # handed back now, not when the lease runs out
+
+
+def test_a_row_that_breaks_between_its_targets_sends_none_of_the_rest(
+    db_path: Path, http: HttpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bug in the send path (simulated: nothing real fails there) must cost one row, not the
+    # tick; the row's targets not yet sent stay unsent until a later tick takes the row again.
+    from duequeue.channels import base
+
+    store = WatchedStore(db_path)
+    fill(store, http.url("/r"), 4)
+    broken = 2
+    store._conn.execute(
+        "INSERT INTO targets (reminder_id, channel, address) VALUES (?, 'webhook', ?)",
+        (broken, http.url("/second")),
+    )
+    real = base.delivery_id
+
+    def failing(reminder_id: int, fire_at_ms: int, target_id: int) -> str:
+        if reminder_id == broken and target_id != broken:  # its second target
+            raise RuntimeError("bug")
+        return real(reminder_id, fire_at_ms, target_id)
+
+    monkeypatch.setattr(base, "delivery_id", failing)
+    options = TickOptions(limit=100, webhook_concurrency=1, channel_timeout=10.0)
+
+    summary = tick(store, NOW, options, lambda: NOW)
+
+    assert (summary.sent, summary.released, summary.errors) == (
+        3,
+        1,
+        [f"reminder {broken}: RuntimeError: bug"],
+    )
+    paths = Counter(r.path for r in http.requests)
+    assert paths == {"/r": 4}  # the broken row's first target went out, its second did not
+    monkeypatch.setattr(base, "delivery_id", real)
+    again = tick(store, NOW + 1, options, lambda: NOW + 1)
+    assert (again.sent, again.errors) == (1, [])
+    assert Counter(r.path for r in http.requests) == {"/r": 4, "/second": 1}  # no re-send

@@ -121,9 +121,8 @@ def _describe(exc: BaseException, timeout: float) -> str:
     if known is not None:
         return known
     text = " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientResponseError):
-        return f"protocol error: {text}"
-    if isinstance(exc, aiohttp.ClientPayloadError):
+    protocol = aiohttp.ServerDisconnectedError | aiohttp.ClientResponseError
+    if isinstance(exc, protocol | aiohttp.ClientPayloadError):
         return f"protocol error: {text}"
     if isinstance(exc, aiohttp.ClientConnectorError):
         return f"connection failed: {text}"

@@ -22,7 +22,7 @@ class HttpxPoster:
         self._transport = transport
         self._timeout = timeout
         self._max_bytes = max_response_bytes
-        # The attempt as a whole is bounded by the channel; these bound each phase.
+        # These bound each phase; post() bounds the attempt as a whole.
         self._extensions = {"timeout": {"connect": timeout, "read": timeout, "write": timeout}}
 
     async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Posted:
