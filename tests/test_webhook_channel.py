@@ -339,6 +339,13 @@ def test_it_reports_connection_refused_on_a_closed_port() -> None:
     assert outcome == Outcome("failed", "connection refused")
 
 
+def test_words_of_the_url_path_are_not_blanked_out_of_the_error() -> None:
+    # Redaction hides the URL's path as a token; it must not hit the same word in the message.
+    outcome = send(f"http://127.0.0.1:{free_port()}/refused")
+
+    assert outcome == Outcome("failed", "connection refused")
+
+
 def test_it_reports_a_dns_failure_briefly() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("[Errno -2] Name or service not known") from socket.gaierror(

@@ -221,10 +221,12 @@ def _redact(text: str, url: str) -> str:
     secrets = [url]
     try:
         parts = urllib.parse.urlsplit(url)
-        secrets += [parts.password or "", parts.path.lstrip("/"), parts.query]
+        # The path keeps its leading slash, as a message quoting the URL would have it: bare,
+        # a path such as /refused would blank out "connection refused".
+        secrets += [parts.password or "", parts.path, parts.query]
     except ValueError:
         pass
-    # Short fragments ("/", "v1") are not secrets, and replacing them would garble the message.
+    # Short fragments ("/", "/v1") are not secrets, and replacing them would garble the message.
     for secret in sorted((s for s in secrets if len(s) >= 6), key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
