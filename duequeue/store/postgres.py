@@ -159,11 +159,17 @@ class PostgresStore(Store):
         )
 
     def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
+        if not items:
+            return 0
+
         def work(cur: Cursor) -> int:
-            applied = 0
-            for w in items:
-                cur.execute(
-                    _WRITE_BACK,
+            # One statement per row, but sent together: psycopg pipelines an executemany, so a
+            # batch costs about one round trip instead of one per row (~0.2 ms each even on
+            # loopback). Each statement returns how many rows it applied: 0 when the lease
+            # was lost and the row is someone else's now.
+            cur.executemany(
+                _WRITE_BACK,
+                [
                     {
                         "pending": w.pending_fire_at,
                         "next": w.next_fire_at,
@@ -177,12 +183,17 @@ class PostgresStore(Store):
                         "now": now,
                         "id": w.reminder_id,
                         "owner": owner,
-                    },
-                )
+                    }
+                    for w in items
+                ],
+                returning=True,
+            )
+            applied = 0
+            while True:
                 row = cur.fetchone()
-                # 0 when the lease was lost: the row is someone else's now.
                 applied += int(row[0]) if row else 0
-            return applied
+                if not cur.nextset():
+                    return applied
 
         # Repeating is safe: a write-back that did commit cleared our lease, so the repeat
         # matches no row (and counts 0) instead of applying twice.
