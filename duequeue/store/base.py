@@ -5,11 +5,15 @@ the clock: `now` is always an argument.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal
 
 Channel = Literal["email", "webhook"]
+# What a claimed row with no ledger entries for its fire shares (the usual case, thousands of rows
+# a tick): read-only, so one instance serves them all.
+NO_ATTEMPTS: Mapping[int, int] = MappingProxyType({})
 View = Literal["dead", "due", "pending", "all"]
 State = Literal["pending", "done", "dead", "cancelled"]
 
@@ -67,7 +71,7 @@ class Claimed:
     sent: frozenset[int] = frozenset()  # target ids already recorded as sent for fire_at
     # target ids that failed for good for fire_at since the fire was last re-armed by `retry`
     permanent: frozenset[int] = frozenset()
-    attempts: dict[int, int] = field(default_factory=dict)  # target id -> attempts so far
+    attempts: Mapping[int, int] = field(default_factory=dict)  # target id -> attempts so far
     # fire_at is a dead fire an operator re-armed (`retry`): it goes out however late it is, and
     # the fires between it and now were handled already, so none of them counts as skipped.
     rearmed: bool = False

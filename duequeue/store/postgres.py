@@ -111,7 +111,7 @@ class PostgresStore(Store):
                 shared.claimed(
                     row,
                     targets.get(rid, ()),
-                    ledger.get(rid) or shared.LedgerState(),
+                    ledger.get(rid),
                     rid in rearmed,
                 )
                 for rid, row in zip(ids, rows, strict=True)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from duequeue.store.base import Claimed, NewReminder, ReminderView, Target
+from duequeue.store.base import NO_ATTEMPTS, Claimed, NewReminder, ReminderView, Target
 
 # The columns of a new reminder, in reminder_values' order.
 REMINDER_FIELDS = (
@@ -73,10 +73,28 @@ def sort_claimed(rows: list[Any]) -> None:
 def claimed(
     row: Sequence[Any],
     targets: tuple[Target, ...],
-    ledger: "LedgerState",
+    ledger: "LedgerState | None",
     rearmed: bool,
 ) -> Claimed:
-    """Build a Claimed from a CLAIM_RETURNING row and its fire's ledger state."""
+    """Build a Claimed from a CLAIM_RETURNING row and its fire's ledger state (None: empty)."""
+    if ledger is None:
+        # A fire never tried before, the usual case: nothing to copy (a claim builds thousands).
+        return Claimed(
+            int(row[0]),
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            row[5],
+            row[6],
+            int(row[7]),
+            row[8],
+            int(row[9]),
+            int(row[10]),
+            targets,
+            attempts=NO_ATTEMPTS,
+            rearmed=rearmed,
+        )
     return Claimed(
         id=int(row[0]),
         subject=row[1],

@@ -179,7 +179,7 @@ class SQLiteStore(OperatorQueries, Store):
                 shared.claimed(
                     row,
                     targets.get(rid, ()),
-                    ledger.get(rid) or shared.LedgerState(),
+                    ledger.get(rid),
                     (rid, fire) in retried,
                 )
                 for (rid, fire), row in zip(fires, rows, strict=True)
