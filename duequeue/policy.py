@@ -48,6 +48,9 @@ class Decision:
     error: str | None
 
 
+_SUCCESS = Decision(Verdict.SUCCESS, 0, None, None)
+
+
 def classify(outcomes: Sequence[Outcome]) -> Verdict:
     """Classify one attempt by its targets' outcomes, ignoring how many attempts came before."""
     sent = sum(1 for o in outcomes if o.status == "sent")
@@ -66,9 +69,9 @@ def decide(
 ) -> Decision:
     """Decide the write-back for a row from its (target label, outcome) pairs."""
     verdict = classify([o for _, o in outcomes])
-    failed = [(label, o) for label, o in outcomes if o.status != "sent"]
     if verdict is Verdict.SUCCESS:
-        return Decision(verdict, 0, None, None)
+        return _SUCCESS
+    failed = [(label, o) for label, o in outcomes if o.status != "sent"]
     if verdict is Verdict.PARTIAL:
         # The failure does not count against the row: the targets that have the fire must never
         # get it twice, so the row advances exactly as on success and only says what failed.

@@ -21,6 +21,10 @@ class Outcome:
     retry_after: float | None = None
 
 
+# The outcome of every successful send: immutable, so one instance serves them all.
+SENT = Outcome("sent")
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One fire of one reminder, addressed to one target.

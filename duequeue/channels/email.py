@@ -16,7 +16,7 @@ from email.message import EmailMessage
 from email.utils import formatdate, parseaddr
 from typing import NamedTuple
 
-from duequeue.channels.base import Message, Outcome
+from duequeue.channels.base import SENT, Message, Outcome
 from duequeue.channels.smtpurl import parse_smtp_url
 from duequeue.timefmt import iso, to_ms
 
@@ -185,7 +185,7 @@ class EmailChannel:
             return Outcome("failed", f"{self._describe(exc)} (during DATA; delivery unknown)")
         if code != 250:
             return self._refused(conn, "message", code, reply)
-        return Outcome("sent")
+        return SENT
 
     def _mail(self, options: tuple[str, ...]) -> tuple[smtplib.SMTP, int, bytes]:
         reused = self._conn is not None

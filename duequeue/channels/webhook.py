@@ -12,7 +12,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 from duequeue import __version__
-from duequeue.channels.base import Message, Outcome
+from duequeue.channels.base import SENT, Message, Outcome
 from duequeue.channels.posting import Poster, PostFailed
 from duequeue.channels.signing import parse_secret, sign_with_key
 from duequeue.timefmt import iso, to_ms
@@ -183,7 +183,7 @@ def _tls_context() -> ssl.SSLContext:
 
 def _classify(status: int, head: bytes, retry_after: float | None) -> Outcome:
     if 200 <= status < 300:
-        return Outcome("sent")
+        return SENT
     if 300 <= status < 400:
         return Outcome("failed", f"HTTP {status} redirect not followed")
     snippet = _snippet(head)
