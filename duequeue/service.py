@@ -129,7 +129,7 @@ def run_tick(
     store: Store, settings: Settings, now: datetime, clock: "Callable[[], int]", limit: int | None
 ) -> "TickSummary":
     """Run one tick with the effective settings."""
-    from duequeue.tick import TickOptions, tick
+    from duequeue.tick import HelperOptions, TickOptions, tick
 
     options = TickOptions(
         limit=limit or settings.tick_limit,
@@ -142,6 +142,8 @@ def run_tick(
         email_from=settings.email_from,
         webhook_secret=settings.webhook_secret,
         webhook_block_private=settings.webhook_block_private,
+        # The helper reopens the store the way the CLI opened it.
+        commit_helper=HelperOptions(settings.db, settings.busy_timeout),
     )
     return tick(store, to_ms(now), options, clock)
 

@@ -31,7 +31,22 @@ if TYPE_CHECKING:
 
     # Imported where rows are delivered: a tick with nothing due must not pay for them.
     from duequeue.channels.base import Outcome
+    from duequeue.commithelper import CommitHelper
     from duequeue.schedule import Rule
+
+
+@dataclass(frozen=True, slots=True)
+class HelperOptions:
+    """How a tick's commit helper (commithelper.py) opens the tick's store, and from how many
+    claimed rows a tick starts one.
+
+    Below that, the tick commits in-process: starting the helper costs about 40 ms of CPU on
+    another core, which pays back only from a few hundred rows on (BENCHMARKS.md).
+    """
+
+    db: str  # open_store's arguments: a path or a postgresql:// URL, and the busy timeout
+    busy_timeout_s: float = 5.0
+    min_rows: int = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +63,9 @@ class TickOptions:
     email_from: str | None = None
     webhook_secret: str | None = None
     webhook_block_private: bool = False
+    # None: commit in-process whatever the batch size (a store that cannot be reopened by
+    # open_store, such as a test's instrumented one, must not have its writes moved elsewhere).
+    commit_helper: HelperOptions | None = None
 
 
 @dataclass(slots=True)
@@ -120,7 +138,14 @@ def _tick(
         return summary  # the common case, kept free of asyncio, httpx and smtplib
     import asyncio
 
-    run = _Run(store, now, options, clock, owner, summary)
+    helper = None
+    spec = options.commit_helper
+    if spec is not None and len(claimed) >= spec.min_rows:
+        from duequeue.commithelper import CommitHelper
+
+        # Started before the event loop: its start-up overlaps the tick's own.
+        helper = CommitHelper.start(spec.db, spec.busy_timeout_s)
+    run = _Run(store, now, options, clock, owner, summary, helper)
     try:
         asyncio.run(run.deliver(claimed))
     except BaseException as exc:
@@ -166,6 +191,7 @@ class _Run:
         clock: Callable[[], int],
         owner: str,
         summary: TickSummary,
+        helper: CommitHelper | None = None,
     ) -> None:
         from duequeue.groupcommit import GroupCommit
 
@@ -176,7 +202,7 @@ class _Run:
         self.broken: set[int] = set()  # rows an unexpected error made the tick hand back
         self.task: asyncio.Task[Any] | None = None
         self.commit = GroupCommit(
-            store, owner, now, on_written=self._written, on_released=self._released
+            store, owner, now, on_written=self._written, on_released=self._released, helper=helper
         )
 
     async def deliver(self, rows: Sequence[Claimed]) -> None:

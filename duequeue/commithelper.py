@@ -1,0 +1,269 @@
+"""A helper process that commits a large tick's outcomes while the tick goes on sending.
+
+At thousands of rows a tick, committing outcomes and write-backs on the delivery loop's own
+thread cost about a seventh of a 20,000-row tick: no send moves while SQLite writes its pages
+(BENCHMARKS.md has the figures). A thread cannot take that work over (it contends for the GIL:
+tried, slower); a second process can. It opens the same store and commits the batches that
+groupcommit.py hands it, one after the other, in the order they were queued.
+
+The helper keeps groupcommit's rules (a batch's outcomes commit before its write-backs and
+releases; batches commit in order) and adds these:
+
+- If the tick dies, even by SIGKILL, the helper reads its pipe to the end, commits every batch it
+  got, and exits. That can only mean fewer targets sent again later, never more.
+- The helper runs in its own session and ignores SIGINT and SIGTERM, so a Ctrl-C or a stop
+  signal sent to the tick's process group cannot cut a commit short. It ends when the tick
+  closes the pipe.
+- If the helper fails or dies, the tick takes back every batch the helper has not confirmed and
+  commits it itself, exactly as it would have without one. A batch that was committed but not
+  confirmed is then committed a second time; that is harmless: a second `sent` of a target and
+  fire is a no-op (the unique ledger index), a repeated write-back or release finds the lease
+  already gone and changes nothing, and at most a failed attempt is listed twice.
+
+The pipes carry pickles, each framed by its length: from the tick, first how to open the store
+(open_store's arguments) and then one tuple per batch; back from the helper, one reply per batch
+saying how far the batch got and, if it stopped, why. Only the tick that started the helper
+writes to its stdin.
+"""
+
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import Any, BinaryIO
+
+from duequeue.store.base import DeliveryRecord, WriteBack
+
+# How far the helper got with a batch (the reply's `done`).
+NOTHING, RECORDED, WRITTEN, COMPLETE = 0, 1, 2, 3
+
+_HEADER = struct.Struct("<I")
+# The helper imports duequeue from the tick's own sys.path, passed as arguments: it then runs the
+# very code the tick runs, whatever the current directory or PYTHONPATH hold (-I ignores both).
+_BOOT = "import sys; sys.path[:0] = sys.argv[1:]; from duequeue.commithelper import serve; serve()"
+_CLOSE_WAIT_S = 10.0
+# A record or write-back as the plain tuple its constructor takes back: pickling tuples costs a
+# fraction of pickling frozen dataclasses (and dataclasses.astuple deep-copies).
+_RECORD_FIELDS = attrgetter(*(f.name for f in fields(DeliveryRecord)))
+_WRITE_FIELDS = attrgetter(*(f.name for f in fields(WriteBack)))
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What one group-commit flush handed the helper."""
+
+    seq: int
+    records: Sequence[DeliveryRecord]
+    writes: Sequence[WriteBack]
+    releases: Sequence[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The helper's answer for one batch: how far it got and, short of COMPLETE, why not."""
+
+    seq: int
+    done: int
+    applied: int  # write-backs that applied (the rest had lost their lease)
+    error: str | None
+
+
+class HelperGone(Exception):
+    """The helper failed, exited or broke the protocol; the tick commits without it."""
+
+
+class CommitHelper:
+    """The tick's end of one helper process."""
+
+    def __init__(self, proc: "subprocess.Popen[bytes]") -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self._proc = proc
+        self._to = proc.stdin.fileno()
+        self._from = proc.stdout.fileno()
+        self._buffer = b""
+
+    @classmethod
+    def start(cls, db: str, busy_timeout_s: float) -> "CommitHelper | None":
+        """Start a helper on the store open_store(db, busy_timeout_s) opens; None if none can
+        start (the tick then commits itself)."""
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", _BOOT, *sys.path],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                # Its own session: a terminal's Ctrl-C or a signal to the tick's process group
+                # never reaches it (it also ignores SIGINT and SIGTERM, see serve()).
+                start_new_session=True,
+            )
+        except (OSError, ValueError):
+            return None
+        helper = cls(proc)
+        try:
+            helper._send((db, busy_timeout_s))
+        except HelperGone:
+            helper.close()
+            return None
+        return helper
+
+    @property
+    def pid(self) -> int:
+        """Return the helper's process id."""
+        return self._proc.pid
+
+    def fileno(self) -> int:
+        """Return the descriptor replies arrive on (for the event loop to watch)."""
+        return self._from
+
+    def submit(self, batch: Batch, owner: str, now: int) -> None:
+        """Hand one batch over; raise HelperGone if the helper is no longer there."""
+        self._send(
+            (
+                batch.seq,
+                [_RECORD_FIELDS(r) for r in batch.records],
+                [_WRITE_FIELDS(w) for w in batch.writes],
+                list(batch.releases),
+                owner,
+                now,
+            )
+        )
+
+    def replies(self, *, block: bool) -> list[Reply]:
+        """Return the replies that have arrived; with `block`, wait for at least one.
+
+        Without `block`, call it only when fileno() is readable. Raise HelperGone at the end of
+        the stream or on a malformed reply.
+        """
+        found = self._parse()
+        if not block:
+            self._fill()
+            return found + self._parse()
+        while not found:
+            self._fill()
+            found = self._parse()
+        return found
+
+    def close(self, *, kill: bool = False) -> None:
+        """Close the pipe (the helper finishes what it has and exits) and wait for it; with
+        `kill`, stop it first."""
+        proc = self._proc
+        if kill:
+            proc.kill()
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=_CLOSE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def _send(self, message: Any) -> None:
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            _write_all(self._to, _HEADER.pack(len(data)) + data)
+        except OSError as exc:  # BrokenPipeError: it died
+            raise HelperGone(f"commit helper gone: {exc}") from exc
+
+    def _fill(self) -> None:
+        try:
+            chunk = os.read(self._from, 1 << 16)
+        except OSError as exc:
+            raise HelperGone(f"commit helper gone: {exc}") from exc
+        if not chunk:
+            code = self._proc.poll()
+            raise HelperGone(f"commit helper exited (code {code})")
+        self._buffer += chunk
+
+    def _parse(self) -> list[Reply]:
+        found = []
+        while len(self._buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self._buffer)
+            end = _HEADER.size + size
+            if len(self._buffer) < end:
+                break
+            try:
+                found.append(Reply(*pickle.loads(self._buffer[_HEADER.size : end])))
+            except Exception as exc:
+                raise HelperGone(f"commit helper sent a malformed reply: {exc}") from exc
+            self._buffer = self._buffer[end:]
+        return found
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_frame(stream: BinaryIO) -> Any:
+    """Return the next message, or None at the end of the stream (a cut-off frame included)."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    return pickle.loads(data)
+
+
+def serve() -> None:
+    """Run the helper: open the store, commit each batch in order, reply, exit at end of input."""
+    # Stopping is the tick's decision, told by closing the pipe; see the module docstring.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # Replies go to the original stdout; anything else that writes to stdout (a warning, say)
+    # lands on stderr instead of corrupting them.
+    replies = os.dup(1)
+    os.dup2(2, 1)
+    requests = sys.stdin.buffer
+    opened = _read_frame(requests)
+    if opened is None:
+        return
+    from duequeue.store import open_store
+
+    store = None
+    error: str | None = None
+    try:
+        store = open_store(*opened)
+    except Exception as exc:
+        error = _one_line(exc)
+    try:
+        while (batch := _read_frame(requests)) is not None:
+            seq, records, writes, releases, owner, now = batch
+            done, applied = NOTHING, 0
+            # After a failure nothing more is committed: a later batch's write-back must never
+            # land while an earlier batch's outcomes are not in the ledger. The tick takes
+            # every batch from the failed one on back, and commits them itself.
+            if store is not None and error is None:
+                try:
+                    if records:
+                        store.record([DeliveryRecord(*r) for r in records])
+                    done = RECORDED
+                    if writes:
+                        applied = store.write_back(owner, now, [WriteBack(*w) for w in writes])
+                    done = WRITTEN
+                    if releases:
+                        store.release(owner, releases, now)
+                    done = COMPLETE
+                except Exception as exc:
+                    error = _one_line(exc)
+            reply = pickle.dumps((seq, done, applied, None if done == COMPLETE else error))
+            _write_all(replies, _HEADER.pack(len(reply)) + reply)
+    except BrokenPipeError:
+        pass  # the tick is gone; what was committed stays committed
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -1,0 +1,398 @@
+"""The commit helper: a large tick's outcomes committed from a second process, in order, with the
+tick taking over whatever the helper did not commit, and nothing lost when either one dies.
+
+The helper writes through its own connection, so these tests watch the database itself: SQLite
+triggers refuse a write-back whose outcome is not committed yet, or fail write-backs on cue, and
+the tick's own connection shows which writes it made.
+"""
+
+import asyncio
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import apsw
+import pytest
+
+from duequeue.commithelper import CommitHelper
+from duequeue.errors import StoreError
+from duequeue.groupcommit import GroupCommit
+from duequeue.store.base import DeliveryRecord, NewTarget, WriteBack
+from duequeue.store.sqlite import SQLiteStore
+from duequeue.tick import HelperOptions, TickOptions, TickSummary, tick
+from tests.procs import LIMIT_S, cli_args, cli_env, reap, run_cli, spawn_cli
+from tests.servers import HttpSink, Reply
+from tests.store_contract import NOW, advanced, reminder
+
+ROWS = 300
+
+# Refuses (and so fails the tick's test) a write-back that finishes a one-shot before the ledger
+# holds its `sent` outcome: the order the core rule needs, checked inside the database whichever
+# process writes.
+OUTCOMES_FIRST = """
+CREATE TRIGGER outcomes_first BEFORE UPDATE OF done_at ON reminders
+WHEN NEW.done_at IS NOT NULL AND OLD.done_at IS NULL AND NOT EXISTS (
+    SELECT 1 FROM deliveries d
+    WHERE d.reminder_id = OLD.id AND d.fire_at = OLD.fire_at AND d.outcome = 'sent')
+BEGIN SELECT RAISE(ABORT, 'write-back before its outcome'); END;
+"""
+
+# Fails every write-back that would finish more than `limit` one-shots in all (a release, which
+# leaves done_at alone, still goes through); a failed transaction rolls its count back.
+FAIL_AFTER = """
+CREATE TABLE finished (n INTEGER NOT NULL);
+INSERT INTO finished VALUES (0);
+CREATE TRIGGER fail_after BEFORE UPDATE OF done_at ON reminders
+WHEN NEW.done_at IS NOT NULL AND OLD.done_at IS NULL
+BEGIN
+    UPDATE finished SET n = n + 1;
+    SELECT RAISE(ABORT, 'disk on fire') WHERE (SELECT n FROM finished) > {limit};
+END;
+"""
+
+
+@pytest.fixture
+def http() -> Iterator[HttpSink]:
+    with HttpSink() as sink:
+        yield sink
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    yield
+    reap()
+
+
+def execute(db: Path, sql: str) -> None:
+    conn = apsw.Connection(str(db))
+    try:
+        conn.execute(sql)
+    finally:
+        conn.close()
+
+
+def fill(store: SQLiteStore, url: str, n: int = ROWS) -> list[int]:
+    return [store.add(reminder(targets=(NewTarget("webhook", url),)), NOW)[0] for _ in range(n)]
+
+
+def options(db: Path, min_rows: int = 1) -> TickOptions:
+    # Few connections: the stdlib test server's listen backlog is small (see test_tick_batch).
+    return TickOptions(
+        limit=10_000,
+        webhook_concurrency=8,
+        channel_timeout=10.0,
+        commit_helper=HelperOptions(str(db), 5.0, min_rows),
+    )
+
+
+def sent_per_row(db: Path) -> collections.Counter[int]:
+    conn = apsw.Connection(str(db))
+    try:
+        rows = conn.execute("SELECT reminder_id FROM deliveries WHERE outcome = 'sent'")
+        return collections.Counter(rid for (rid,) in rows)
+    finally:
+        conn.close()
+
+
+def webhook_ids(http: HttpSink) -> collections.Counter[str]:
+    return collections.Counter(r.headers["webhook-id"] for r in http.requests)
+
+
+def helpers_running() -> list[int]:
+    """Return the pids of commit helpers alive on this machine (tests run one at a time)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if b"duequeue.commithelper" in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def test_a_large_tick_commits_through_the_helper_each_target_once_outcomes_first(
+    db_path: Path, http: HttpSink
+) -> None:
+    store = SQLiteStore(db_path)
+    ids = fill(store, http.url("/r"))
+    execute(db_path, OUTCOMES_FIRST)
+    before = store._conn.total_changes()
+
+    summary = tick(store, NOW, options(db_path), lambda: NOW)
+
+    assert (summary.claimed, summary.sent, summary.errors) == (ROWS, ROWS, [])
+    assert set(webhook_ids(http).values()) == {1} and len(webhook_ids(http)) == ROWS
+    assert sent_per_row(db_path) == collections.Counter(ids)
+    assert {v.state for v in store.list_view("all", NOW)} == {"done"}
+    # The tick's own connection made the claim and nothing else: the helper wrote the outcomes
+    # and the write-backs (the trigger saw each write-back come after its outcome).
+    assert store._conn.total_changes() - before == ROWS
+    assert helpers_running() == []
+    tick(store, NOW + 3_600_000, options(db_path), lambda: NOW)
+    assert len(http.requests) == ROWS  # and a later tick sends nothing again
+
+
+def test_a_tick_below_the_threshold_commits_itself(db_path: Path, http: HttpSink) -> None:
+    store = SQLiteStore(db_path)
+    fill(store, http.url("/r"), 5)
+    before = store._conn.total_changes()
+
+    summary = tick(store, NOW, options(db_path, min_rows=6), lambda: NOW)
+
+    assert summary.sent == 5
+    assert store._conn.total_changes() - before == 3 * 5  # claim, outcomes, write-backs
+
+
+def test_a_helper_that_cannot_start_leaves_the_tick_to_commit_itself(
+    db_path: Path, http: HttpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(db_path)
+    fill(store, http.url("/r"), 5)
+    monkeypatch.setattr(sys, "executable", str(db_path.parent / "no-such-python"))
+    before = store._conn.total_changes()
+
+    summary = tick(store, NOW, options(db_path), lambda: NOW)
+
+    assert (summary.sent, summary.errors) == (5, [])
+    assert store._conn.total_changes() - before == 3 * 5
+
+
+def test_a_failing_helper_hands_back_and_nothing_sent_is_forgotten(
+    db_path: Path, http: HttpSink
+) -> None:
+    store = SQLiteStore(db_path)
+    ids = fill(store, http.url("/r"))
+    execute(db_path, FAIL_AFTER.format(limit=100))
+
+    with pytest.raises(StoreError, match="disk on fire"):
+        tick(store, NOW, options(db_path), lambda: NOW)
+
+    # Whatever reached the receiver before the failure is in the ledger: nothing to re-send.
+    delivered = collections.Counter(int(i.split("_")[1]) for i in webhook_ids(http))
+    assert 100 < len(delivered) < ROWS
+    assert set(sent_per_row(db_path)) == set(delivered)
+    assert set(sent_per_row(db_path).values()) == {1}
+    assert helpers_running() == []
+    # The unfinished rows were handed back at once: the next tick sends each remaining target
+    # once and none of the delivered ones again.
+    execute(db_path, "DROP TRIGGER fail_after")
+    summary = tick(store, NOW + 1, options(db_path), lambda: NOW + 1)
+    assert summary.errors == []
+    assert set(webhook_ids(http).values()) == {1} and len(webhook_ids(http)) == ROWS
+    assert sent_per_row(db_path) == collections.Counter(ids)
+    assert {v.state for v in store.list_view("all", NOW)} == {"done"}
+
+
+def test_a_helper_killed_mid_tick_is_taken_over_by_the_tick(
+    db_path: Path, http: HttpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(db_path)
+    ids = fill(store, http.url("/r"))
+    execute(db_path, OUTCOMES_FIRST)
+    started: list[CommitHelper] = []
+    start = CommitHelper.start
+
+    def watched(db: str, busy_timeout_s: float) -> CommitHelper | None:
+        helper = start(db, busy_timeout_s)
+        assert helper is not None
+        started.append(helper)
+        return helper
+
+    monkeypatch.setattr(CommitHelper, "start", watched)
+
+    def kill_it() -> None:
+        http.wait_for_requests(ROWS // 3, timeout=LIMIT_S)
+        os.kill(started[0].pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_it)
+    killer.start()
+    summary = tick(store, NOW, options(db_path), lambda: NOW)
+    killer.join()
+
+    assert (summary.sent, summary.errors) == (ROWS, [])
+    assert started[0]._proc.returncode == -signal.SIGKILL
+    assert set(webhook_ids(http).values()) == {1} and len(webhook_ids(http)) == ROWS
+    assert sent_per_row(db_path) == collections.Counter(ids)
+    assert {v.state for v in store.list_view("all", NOW)} == {"done"}
+
+
+# -- group commit with a helper ----------------------------------------------------------------
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.written: list[int] = []
+        self.applied = 0
+        self.released: list[int] = []
+
+    def on_written(self, items: Sequence[WriteBack], applied: int) -> None:
+        self.written += [w.reminder_id for w in items]
+        self.applied += applied
+
+    def on_released(self, ids: Sequence[int]) -> None:
+        self.released += list(ids)
+
+
+def test_the_helper_commits_batches_in_order_and_confirms_them(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    a, b = fill(store, "http://127.0.0.1:9/h", 2)
+    store.claim_due(NOW, 10, 3, 60_000, "t")
+    execute(db_path, OUTCOMES_FIRST)
+    counts = Counts()
+
+    async def run() -> None:
+        helper = CommitHelper.start(str(db_path), 5.0)
+        gc = GroupCommit(
+            store,
+            "t",
+            NOW,
+            on_written=counts.on_written,
+            on_released=counts.on_released,
+            max_items=2,
+            window_s=60,
+            helper=helper,
+        )
+        gc.record(DeliveryRecord(a, a, NOW, "sent", None, 1, NOW))
+        gc.write_back(advanced(a, NOW, None))  # a full buffer: handed to the helper
+        gc.record(DeliveryRecord(b, b, NOW, "failed", "HTTP 503", 1, NOW))
+        gc.release(b)
+        assert gc.failed is None
+        gc.flush()  # waits for the helper's confirmations, then stops it
+
+    asyncio.run(run())
+    assert (counts.written, counts.applied, counts.released) == ([a], 1, [b])
+    assert [d.outcome for d in store.deliveries(a)] == ["sent"]
+    assert [d.outcome for d in store.deliveries(b)] == ["failed"]
+    assert [v.state for v in store.list_view("all", NOW)] == ["done", "pending"]
+    assert helpers_running() == []
+
+
+def test_a_batch_the_helper_could_only_record_is_finished_by_the_tick_without_recording_twice(
+    db_path: Path,
+) -> None:
+    store = SQLiteStore(db_path)
+    (rid,) = fill(store, "http://127.0.0.1:9/h", 1)
+    store.claim_due(NOW, 10, 3, 60_000, "t")
+    execute(db_path, FAIL_AFTER.format(limit=0))
+    counts = Counts()
+
+    async def run() -> GroupCommit:
+        gc = GroupCommit(
+            store,
+            "t",
+            NOW,
+            on_written=counts.on_written,
+            on_released=counts.on_released,
+            max_items=2,
+            window_s=60,
+            helper=CommitHelper.start(str(db_path), 5.0),
+        )
+        # A `failed` outcome: recording it twice would show as a second ledger row.
+        gc.record(DeliveryRecord(rid, rid, NOW, "failed", "HTTP 503", 1, NOW))
+        gc.write_back(advanced(rid, NOW, None))
+        # The helper fails the write-back; the tick takes it back and its own retry fails too.
+        for _ in range(1000):
+            if gc.failed is not None:
+                break
+            await asyncio.sleep(0.01)
+        return gc
+
+    gc = asyncio.run(run())
+    assert isinstance(gc.failed, StoreError) and "disk on fire" in str(gc.failed)
+    assert counts.written == []
+    execute(db_path, "DROP TRIGGER fail_after")
+    gc.flush()
+    assert (counts.written, counts.applied) == ([rid], 1)
+    assert [d.outcome for d in store.deliveries(rid)] == ["failed"]  # recorded once
+    assert [v.state for v in store.list_view("all", NOW)] == ["done"]
+    assert helpers_running() == []
+
+
+# -- the CLI, with the default threshold --------------------------------------------------------
+
+
+def import_due(db: Path, url: str, n: int) -> None:
+    lines = "".join(
+        json.dumps({"at": "2020-01-01T00:00:00Z", "subject": f"r{i}", "webhook": [url]}) + "\n"
+        for i in range(n)
+    )
+    r = subprocess.run(
+        cli_args("import", "-"),
+        input=lines,
+        env=cli_env(db),
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+    )
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_killed_tick_leaves_its_helper_to_commit_what_it_got_and_exit(
+    db_path: Path, http: HttpSink
+) -> None:
+    # 600 rows (the CLI starts a helper from 500); 300 answered, the rest held unanswered: the
+    # kill lands while the tick is alive and the helper has committed what it was given.
+    n = 600
+    http.respond("/r", *[Reply(200)] * 300, Reply(hang=True))
+    import_due(db_path, http.url("/r"), n)
+    proc = spawn_cli(db_path, "tick", env={"DUEQUEUE_TICK_LIMIT": str(n)})
+    deadline = time.monotonic() + LIMIT_S
+    while sum(sent_per_row(db_path).values()) < 300:  # only the helper writes the ledger
+        assert time.monotonic() < deadline, "the helper never committed the 300 outcomes"
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=LIMIT_S)
+    while helpers_running():  # it reads to the end of the pipe, commits, and exits
+        assert time.monotonic() < deadline, "the helper outlived its tick"
+        time.sleep(0.02)
+    recorded = sent_per_row(db_path)
+    assert sum(recorded.values()) == 300 and set(recorded.values()) == {1}
+
+    # Once the lease has run out a tick finishes the job: the 300 recorded are not sent again.
+    http.respond("/r", Reply(200))
+    later = run_cli(
+        db_path,
+        "tick",
+        "--json",
+        env={"DUEQUEUE_TICK_LIMIT": str(n), "DUEQUEUE_TICK_BUDGET": "20"},
+    )
+    assert later.returncode == 0, later.stderr
+    assert json.loads(later.stdout)["claimed"] == 0  # the dead tick's lease still holds
+    summary = run_leased_out(db_path, n)
+    assert (summary.claimed, summary.sent) == (n - 300, n - 300)
+    assert sent_per_row(db_path) == collections.Counter(range(1, n + 1))
+    per_row = collections.Counter(int(i.split("_")[1]) for i in webhook_ids(http))
+    assert {per_row[rid] for rid in recorded} == {1}  # recorded as sent: never sent again
+    # At most one copy more, for a request the receiver held when the tick died (unrecorded).
+    assert set(per_row) == set(range(1, n + 1)) and set(per_row.values()) <= {1, 2}
+
+
+def run_leased_out(db: Path, n: int) -> TickSummary:
+    """Tick as the CLI would, at an instant past the lease of any tick started now."""
+    from datetime import UTC, datetime
+
+    from duequeue.config import load_settings
+    from duequeue.service import run_tick
+    from duequeue.timefmt import from_ms, to_ms
+
+    settings = load_settings({"db": str(db), "tick_limit": n}, env={})
+    later = from_ms(to_ms(datetime.now(UTC)) + settings.lease_ms + 1000)
+    store = SQLiteStore(db)
+    try:
+        return run_tick(store, settings, later, lambda: to_ms(later), None)
+    finally:
+        store.close()

@@ -1,0 +1,113 @@
+"""The commit helper on PostgreSQL: a large tick's outcomes and write-backs come from the helper's
+own session, outcomes before write-backs, each target once."""
+
+import collections
+import json
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from duequeue.store.base import NewTarget
+from duequeue.store.postgres import PostgresStore
+from duequeue.tick import HelperOptions, TickOptions, tick
+from tests.pg import admin_connect
+from tests.procs import LIMIT_S, cli_args, cli_env, run_cli
+from tests.servers import HttpSink
+from tests.store_contract import NOW, reminder
+
+ROWS = 300
+
+# Who writes the ledger, and a write-back that finishes a one-shot before its `sent` outcome is
+# committed is refused (failing the test), whichever session writes it.
+WATCH = """
+CREATE TABLE writers (pid integer NOT NULL);
+CREATE FUNCTION note_writer() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO writers VALUES (pg_backend_pid()); RETURN NEW; END $$;
+CREATE TRIGGER note_writer AFTER INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION note_writer();
+CREATE FUNCTION outcomes_first() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.reminder_id = OLD.id
+                   AND d.fire_at = OLD.fire_at AND d.outcome = 'sent') THEN
+        RAISE EXCEPTION 'write-back before its outcome';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER outcomes_first BEFORE UPDATE OF done_at ON reminders FOR EACH ROW
+    WHEN (NEW.done_at IS NOT NULL AND OLD.done_at IS NULL) EXECUTE FUNCTION outcomes_first();
+"""
+
+
+@pytest.fixture
+def http() -> Iterator[HttpSink]:
+    with HttpSink() as sink:
+        yield sink
+
+
+def test_a_large_tick_on_postgresql_commits_through_the_helper(pg_url: str, http: HttpSink) -> None:
+    store = PostgresStore(pg_url)
+    try:
+        ids = [
+            store.add(reminder(targets=(NewTarget("webhook", http.url("/r")),)), NOW)[0]
+            for _ in range(ROWS)
+        ]
+        with admin_connect(pg_url) as conn:
+            conn.execute(WATCH)
+        options = TickOptions(
+            limit=10_000,
+            webhook_concurrency=8,
+            commit_helper=HelperOptions(pg_url, 5.0, min_rows=1),
+        )
+
+        summary = tick(store, NOW, options, lambda: NOW)
+
+        assert (summary.claimed, summary.sent, summary.errors) == (ROWS, ROWS, [])
+        ticker = store.session.conn.info.backend_pid
+        with admin_connect(pg_url) as conn:
+            writers = {pid for (pid,) in conn.execute("SELECT pid FROM writers")}
+            sent = collections.Counter(
+                rid
+                for (rid,) in conn.execute(
+                    "SELECT reminder_id FROM deliveries WHERE outcome = 'sent'"
+                )
+            )
+        assert len(writers) == 1 and ticker not in writers  # one other session: the helper's
+        assert sent == collections.Counter(ids)
+        assert {v.state for v in store.list_view("all", NOW)} == {"done"}
+        per_id = collections.Counter(r.headers["webhook-id"] for r in http.requests)
+        assert len(per_id) == ROWS and set(per_id.values()) == {1}
+    finally:
+        store.close()
+
+
+def test_the_cli_tick_on_postgresql_delivers_a_batch_past_the_threshold_once(
+    pg_url: str, http: HttpSink
+) -> None:
+    n = 600  # the CLI starts a helper from 500 claimed rows
+    lines = "".join(
+        json.dumps({"at": "2020-01-01T00:00:00Z", "webhook": [http.url("/r")]}) + "\n"
+        for _ in range(n)
+    )
+    source = run_cli_with_input(pg_url, lines, "import", "-")
+    assert source.returncode == 0, source.stderr
+
+    r = run_cli(pg_url, "tick", "--json", env={"DUEQUEUE_TICK_LIMIT": str(n)})
+
+    assert r.returncode == 0, r.stderr
+    assert (json.loads(r.stdout)["sent"], json.loads(r.stdout)["errors"]) == (n, [])
+    per_id = collections.Counter(q.headers["webhook-id"] for q in http.requests)
+    assert len(per_id) == n and set(per_id.values()) == {1}
+    done = run_cli(pg_url, "inspect", "--all", "--json")
+    assert {row["state"] for row in json.loads(done.stdout)} == {"done"}
+
+
+def run_cli_with_input(db: str, text: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cli_args(*args),
+        input=text,
+        env=cli_env(db),
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+        check=False,
+    )
