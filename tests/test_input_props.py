@@ -120,6 +120,28 @@ def test_a_webhook_payload_is_always_json_with_the_reminders_fields(
     }
 
 
+@settings(max_examples=300, deadline=None)
+@given(UTF8_TEXT, UTF8_TEXT, JSON)
+def test_a_webhook_payload_is_the_canonical_compact_encoding_of_its_event(
+    subject: str, body: str, data: Any
+) -> None:
+    # build_payload assembles the body from encoded parts; it must stay byte for byte what the
+    # json module gives, since receivers may check signatures or deduplicate on the content.
+    event = {
+        "type": "reminder.fired",
+        "timestamp": "2027-01-05T08:01:00.000Z",
+        "data": {
+            "reminder_id": 42,
+            "fire_at": "2027-01-05T08:01:00.000Z",
+            "subject": subject,
+            "body": body,
+            "data": data,
+        },
+    }
+    expected = json.dumps(event, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    assert build_payload(message(subject, body, data)) == expected.encode()
+
+
 HEADERS = {"From", "To", "Subject", "Date", "Message-ID", "X-Duequeue-Reminder-Id"}
 HEADERS |= {"X-Duequeue-Fire-At", "Content-Type", "Content-Transfer-Encoding", "MIME-Version"}
 

@@ -27,34 +27,39 @@ _TRANSIENT_4XX = frozenset({408, 425, 429})
 
 
 def build_payload(msg: Message) -> bytes:
-    """Return the compact UTF-8 JSON body of one reminder.fired event."""
+    """Return the compact UTF-8 JSON body of one reminder.fired event:
+
+    {"type":"reminder.fired","timestamp":FIRE_AT,"data":{"reminder_id":ID,"fire_at":FIRE_AT,
+     "subject":SUBJECT,"body":BODY,"data":DATA}}
+
+    Byte for byte what json.dumps(event, ensure_ascii=False, allow_nan=False,
+    separators=(",", ":")) gives (a test holds it to that), assembled from its encoded parts: a
+    dict and a full encoder pass per message cost five times as much, a measurable share of a
+    large tick. `timestamp` is the fire instant, not the send time: the body (and so the signed
+    content) stays the same across retries, which lets a receiver deduplicate on content as
+    well as on webhook-id.
+    """
     fire_at = _iso(msg.fire_at)
-    event = {
-        "type": "reminder.fired",
-        # The fire instant, not the send time: the body (and so the signed content) stays the same
-        # across retries, which lets a receiver deduplicate on content as well as on webhook-id.
-        "timestamp": fire_at,
-        "data": {
-            "reminder_id": msg.reminder_id,
-            "fire_at": fire_at,
-            "subject": msg.subject,
-            "body": msg.body,
-            "data": msg.data,
-        },
-    }
-    return _ENCODER.encode(event).encode()
+    data = "null" if msg.data is None else _ENCODER.encode(msg.data)
+    return (
+        f'{{"type":"reminder.fired","timestamp":{fire_at},"data":{{'
+        f'"reminder_id":{int(msg.reminder_id)},"fire_at":{fire_at},'
+        f'"subject":{_string(msg.subject)},"body":{_string(msg.body)},"data":{data}}}}}'
+    ).encode()
 
 
-# One encoder for every payload: json.dumps with options builds a new one per call.
+# One encoder for every payload's `data`: json.dumps with options builds a new one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_string = _ENCODER.encode  # a str encodes as a JSON string, escaped as in the full encoding
 
 
 @functools.lru_cache(maxsize=4096)
 def _iso(fire_at: datetime) -> str:
     # The rows of one tick mostly share a handful of fire instants (cron's minute, an hour).
+    # Returned JSON-encoded, quotes included, ready to go into the body.
     text = iso(to_ms(fire_at))
     assert text is not None
-    return text
+    return _string(text)
 
 
 class WebhookChannel:
