@@ -396,3 +396,46 @@ def run_leased_out(db: Path, n: int) -> TickSummary:
         return run_tick(store, settings, later, lambda: to_ms(later), None)
     finally:
         store.close()
+
+
+def test_ctrl_c_to_a_large_ticks_process_group_stops_the_tick_not_its_helper(
+    db_path: Path, http: HttpSink
+) -> None:
+    from tests.test_faults import Lines
+
+    n = 600
+    http.respond("/r", *[Reply(200)] * 200, Reply(200, hold=True))
+    import_due(db_path, http.url("/r"), n)
+    # Its own process group, as a shell gives a foreground job: Ctrl-C signals the whole group.
+    proc = subprocess.Popen(
+        cli_args("tick", "--json"),
+        env=cli_env(db_path, {"DUEQUEUE_TICK_LIMIT": str(n)}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stderr = Lines(proc)
+        http.wait_for_requests(264, timeout=LIMIT_S)  # 200 answered, 64 held in flight
+        os.killpg(proc.pid, signal.SIGINT)
+        stderr.wait_for("duequeue: SIGINT: stopping")
+        http.release()
+        out, _ = proc.communicate(timeout=LIMIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+    assert proc.returncode == -signal.SIGINT
+    summary = json.loads(out)
+    received = len(http.requests)
+    assert (summary["stopped_by"], summary["sent"]) == ("SIGINT", received)
+    assert summary["released"] == n - received
+    assert sum(sent_per_row(db_path).values()) == received  # every answered send recorded
+    assert set(sent_per_row(db_path).values()) == {1}
+    # The helper never saw the signal (its own session, and it ignores it): no traceback, and
+    # it left with its tick.
+    lines = list(stderr.lines.queue)
+    assert not any("Traceback" in line or "KeyboardInterrupt" in line for line in lines), lines
+    assert helpers_running() == []
