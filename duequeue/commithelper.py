@@ -73,6 +73,18 @@ class Reply:
     error: str | None
 
 
+def spare_core() -> bool:
+    """Return whether this process may run on more than one CPU core.
+
+    On one core the helper only competes with the tick it should relieve: a 1,000-row tick took
+    0.48 s with it against 0.38 s without (both pinned to one core), and 20,000 rows were even.
+    """
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except AttributeError:  # no affinity API off Linux
+        return (os.cpu_count() or 1) > 1
+
+
 class HelperGone(Exception):
     """The helper failed, exited or broke the protocol; the tick commits without it."""
 

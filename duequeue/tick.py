@@ -40,8 +40,9 @@ class HelperOptions:
     """How a tick's commit helper (commithelper.py) opens the tick's store, and from how many
     claimed rows a tick starts one.
 
-    Below that, the tick commits in-process: starting the helper costs about 40 ms of CPU on
-    another core, which pays back only from a few hundred rows on (BENCHMARKS.md).
+    Below that, the tick commits in-process: the helper takes about 55 ms to start and 65 ms of
+    CPU on another core, which pays back only from a few hundred rows on. A machine with one
+    core never starts one (commithelper.spare_core).
     """
 
     db: str  # open_store's arguments: a path or a postgresql:// URL, and the busy timeout
@@ -141,10 +142,11 @@ def _tick(
     helper = None
     spec = options.commit_helper
     if spec is not None and len(claimed) >= spec.min_rows:
-        from duequeue.commithelper import CommitHelper
+        from duequeue.commithelper import CommitHelper, spare_core
 
-        # Started before the event loop: its start-up overlaps the tick's own.
-        helper = CommitHelper.start(spec.db, spec.busy_timeout_s)
+        if spare_core():
+            # Started before the event loop: its start-up overlaps the tick's own.
+            helper = CommitHelper.start(spec.db, spec.busy_timeout_s)
     run = _Run(store, now, options, clock, owner, summary, helper)
     try:
         asyncio.run(run.deliver(claimed))

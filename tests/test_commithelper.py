@@ -170,6 +170,20 @@ def test_a_helper_that_cannot_start_leaves_the_tick_to_commit_itself(
     assert store._conn.total_changes() - before == 3 * 5
 
 
+def test_on_one_core_the_tick_commits_itself(
+    db_path: Path, http: HttpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(db_path)
+    fill(store, http.url("/r"), 5)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    before = store._conn.total_changes()
+
+    summary = tick(store, NOW, options(db_path), lambda: NOW)
+
+    assert (summary.sent, summary.errors) == (5, [])
+    assert store._conn.total_changes() - before == 3 * 5
+
+
 def test_a_failing_helper_hands_back_and_nothing_sent_is_forgotten(
     db_path: Path, http: HttpSink
 ) -> None:
