@@ -97,6 +97,19 @@ def test_it_sends_standard_webhooks_headers(http: HttpSink) -> None:
     assert headers["webhook-signature"] == sign(
         SECRET, MSG.delivery_id, 1700000000, build_payload(MSG)
     )
+    # Exactly these: the client adds nothing of its own (no compressed answers, for one).
+    assert (headers["accept"], headers["accept-encoding"]) == ("*/*", "identity")
+    assert set(headers) == {
+        "host",
+        "content-length",
+        "content-type",
+        "user-agent",
+        "accept",
+        "accept-encoding",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+    }
 
 
 def test_it_signs_so_that_the_standardwebhooks_library_verifies_it(http: HttpSink) -> None:

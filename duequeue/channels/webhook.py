@@ -171,6 +171,7 @@ class WebhookChannel:
 _HEADERS = {
     "content-type": "application/json",
     "user-agent": f"duequeue/{__version__}",
+    "accept": "*/*",
     # The body is only read for an error snippet; a compressed one could expand far beyond
     # max_response_bytes.
     "accept-encoding": "identity",
