@@ -143,7 +143,9 @@ def run_tick(
         webhook_secret=settings.webhook_secret,
         webhook_block_private=settings.webhook_block_private,
         # The helper reopens the store the way the CLI opened it.
-        commit_helper=HelperOptions(settings.db, settings.busy_timeout),
+        commit_helper=HelperOptions(
+            settings.db, settings.busy_timeout, settings.commit_helper_rows
+        ),
     )
     return tick(store, to_ms(now), options, clock)
 

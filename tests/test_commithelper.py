@@ -335,7 +335,9 @@ def test_a_batch_the_helper_could_only_record_is_finished_by_the_tick_without_re
     assert helpers_running() == []
 
 
-# -- the CLI, with the default threshold --------------------------------------------------------
+# -- the CLI ----------------------------------------------------------------------------------
+
+HELPER_FROM_100 = {"DUEQUEUE_COMMIT_HELPER_ROWS": "100"}
 
 
 def import_due(db: Path, url: str, n: int) -> None:
@@ -357,17 +359,18 @@ def import_due(db: Path, url: str, n: int) -> None:
 def test_a_killed_tick_leaves_its_helper_to_commit_what_it_got_and_exit(
     db_path: Path, http: HttpSink
 ) -> None:
-    # 600 rows (the CLI starts a helper from 500); 300 answered, the rest held unanswered: the
-    # kill lands while the tick is alive and the helper has committed what it was given.
+    # 600 rows, a helper from 100; 300 answered, the rest held unanswered: the kill lands while
+    # the tick is alive and the helper has committed what it was given.
     n = 600
     http.respond("/r", *[Reply(200)] * 300, Reply(hang=True))
     import_due(db_path, http.url("/r"), n)
-    proc = spawn_cli(db_path, "tick", env={"DUEQUEUE_TICK_LIMIT": str(n)})
+    proc = spawn_cli(db_path, "tick", env={"DUEQUEUE_TICK_LIMIT": str(n), **HELPER_FROM_100})
     deadline = time.monotonic() + LIMIT_S
-    while sum(sent_per_row(db_path).values()) < 300:  # only the helper writes the ledger
-        assert time.monotonic() < deadline, "the helper never committed the 300 outcomes"
+    while sum(sent_per_row(db_path).values()) < 300:
+        assert time.monotonic() < deadline, "the 300 outcomes were never committed"
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.02)
+    assert len(helpers_running()) == 1
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=LIMIT_S)
     while helpers_running():  # it reads to the end of the pipe, commits, and exits
@@ -378,12 +381,7 @@ def test_a_killed_tick_leaves_its_helper_to_commit_what_it_got_and_exit(
 
     # Once the lease has run out a tick finishes the job: the 300 recorded are not sent again.
     http.respond("/r", Reply(200))
-    later = run_cli(
-        db_path,
-        "tick",
-        "--json",
-        env={"DUEQUEUE_TICK_LIMIT": str(n), "DUEQUEUE_TICK_BUDGET": "20"},
-    )
+    later = run_cli(db_path, "tick", "--json", env={"DUEQUEUE_TICK_LIMIT": str(n)})
     assert later.returncode == 0, later.stderr
     assert json.loads(later.stdout)["claimed"] == 0  # the dead tick's lease still holds
     summary = run_leased_out(db_path, n)
@@ -423,7 +421,7 @@ def test_ctrl_c_to_a_large_ticks_process_group_stops_the_tick_not_its_helper(
     # Its own process group, as a shell gives a foreground job: Ctrl-C signals the whole group.
     proc = subprocess.Popen(
         cli_args("tick", "--json"),
-        env=cli_env(db_path, {"DUEQUEUE_TICK_LIMIT": str(n)}),
+        env=cli_env(db_path, {"DUEQUEUE_TICK_LIMIT": str(n), **HELPER_FROM_100}),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -432,6 +430,7 @@ def test_ctrl_c_to_a_large_ticks_process_group_stops_the_tick_not_its_helper(
     try:
         stderr = Lines(proc)
         http.wait_for_requests(264, timeout=LIMIT_S)  # 200 answered, 64 held in flight
+        assert len(helpers_running()) == 1
         os.killpg(proc.pid, signal.SIGINT)
         stderr.wait_for("duequeue: SIGINT: stopping")
         http.release()

@@ -80,10 +80,10 @@ def test_a_large_tick_on_postgresql_commits_through_the_helper(pg_url: str, http
         store.close()
 
 
-def test_the_cli_tick_on_postgresql_delivers_a_batch_past_the_threshold_once(
+def test_the_cli_tick_on_postgresql_delivers_a_batch_past_the_helper_threshold_once(
     pg_url: str, http: HttpSink
 ) -> None:
-    n = 600  # the CLI starts a helper from 500 claimed rows
+    n = 600
     lines = "".join(
         json.dumps({"at": "2020-01-01T00:00:00Z", "webhook": [http.url("/r")]}) + "\n"
         for _ in range(n)
@@ -91,7 +91,12 @@ def test_the_cli_tick_on_postgresql_delivers_a_batch_past_the_threshold_once(
     source = run_cli_with_input(pg_url, lines, "import", "-")
     assert source.returncode == 0, source.stderr
 
-    r = run_cli(pg_url, "tick", "--json", env={"DUEQUEUE_TICK_LIMIT": str(n)})
+    r = run_cli(
+        pg_url,
+        "tick",
+        "--json",
+        env={"DUEQUEUE_TICK_LIMIT": str(n), "DUEQUEUE_COMMIT_HELPER_ROWS": "100"},
+    )
 
     assert r.returncode == 0, r.stderr
     assert (json.loads(r.stdout)["sent"], json.loads(r.stdout)["errors"]) == (n, [])
