@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
@@ -24,12 +24,13 @@ import pytest
 from duequeue.commithelper import CommitHelper
 from duequeue.errors import StoreError
 from duequeue.groupcommit import GroupCommit
-from duequeue.store.base import DeliveryRecord, NewTarget, WriteBack
+from duequeue.store.base import DeliveryRecord, NewTarget
 from duequeue.store.sqlite import SQLiteStore
 from duequeue.tick import HelperOptions, TickOptions, TickSummary, tick
 from tests.procs import LIMIT_S, cli_args, cli_env, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply
 from tests.store_contract import NOW, advanced, reminder
+from tests.test_groupcommit import Counts, commit
 
 ROWS = 300
 
@@ -246,18 +247,9 @@ def test_a_helper_killed_mid_tick_is_taken_over_by_the_tick(
 # -- group commit with a helper ----------------------------------------------------------------
 
 
-class Counts:
-    def __init__(self) -> None:
-        self.written: list[int] = []
-        self.applied = 0
-        self.released: list[int] = []
-
-    def on_written(self, items: Sequence[WriteBack], applied: int) -> None:
-        self.written += [w.reminder_id for w in items]
-        self.applied += applied
-
-    def on_released(self, ids: Sequence[int]) -> None:
-        self.released += list(ids)
+def helped(store: SQLiteStore, db: Path, counts: Counts) -> GroupCommit:
+    """Return a group commit through a new helper on `db`, flushing every two items."""
+    return commit(store, counts, max_items=2, window_s=60, helper=CommitHelper.start(str(db), 5.0))
 
 
 def test_the_helper_commits_batches_in_order_and_confirms_them(db_path: Path) -> None:
@@ -268,17 +260,7 @@ def test_the_helper_commits_batches_in_order_and_confirms_them(db_path: Path) ->
     counts = Counts()
 
     async def run() -> None:
-        helper = CommitHelper.start(str(db_path), 5.0)
-        gc = GroupCommit(
-            store,
-            "t",
-            NOW,
-            on_written=counts.on_written,
-            on_released=counts.on_released,
-            max_items=2,
-            window_s=60,
-            helper=helper,
-        )
+        gc = helped(store, db_path, counts)
         gc.record(DeliveryRecord(a, a, NOW, "sent", None, 1, NOW))
         gc.write_back(advanced(a, NOW, None))  # a full buffer: handed to the helper
         gc.record(DeliveryRecord(b, b, NOW, "failed", "HTTP 503", 1, NOW))
@@ -304,16 +286,7 @@ def test_a_batch_the_helper_could_only_record_is_finished_by_the_tick_without_re
     counts = Counts()
 
     async def run() -> GroupCommit:
-        gc = GroupCommit(
-            store,
-            "t",
-            NOW,
-            on_written=counts.on_written,
-            on_released=counts.on_released,
-            max_items=2,
-            window_s=60,
-            helper=CommitHelper.start(str(db_path), 5.0),
-        )
+        gc = helped(store, db_path, counts)
         # A `failed` outcome: recording it twice would show as a second ledger row.
         gc.record(DeliveryRecord(rid, rid, NOW, "failed", "HTTP 503", 1, NOW))
         gc.write_back(advanced(rid, NOW, None))

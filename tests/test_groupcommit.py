@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from duequeue.commithelper import CommitHelper
 from duequeue.groupcommit import GroupCommit
 from duequeue.store.base import DeliveryRecord, WriteBack
 from duequeue.store.sqlite import SQLiteStore
@@ -66,7 +67,14 @@ class Counts:
         self.released += list(ids)
 
 
-def commit(store: LoggingStore, counts: Counts, *, max_items: int, window_s: float) -> GroupCommit:
+def commit(
+    store: SQLiteStore,
+    counts: Counts,
+    *,
+    max_items: int,
+    window_s: float,
+    helper: CommitHelper | None = None,
+) -> GroupCommit:
     return GroupCommit(
         store,
         "t",
@@ -75,6 +83,7 @@ def commit(store: LoggingStore, counts: Counts, *, max_items: int, window_s: flo
         on_released=counts.on_released,
         max_items=max_items,
         window_s=window_s,
+        helper=helper,
     )
 
 
