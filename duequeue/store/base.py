@@ -11,11 +11,12 @@ from types import MappingProxyType
 from typing import Literal
 
 Channel = Literal["email", "webhook"]
+View = Literal["dead", "due", "pending", "all"]
+State = Literal["pending", "done", "dead", "cancelled"]
+
 # What a claimed row with no ledger entries for its fire shares (the usual case, thousands of rows
 # a tick): read-only, so one instance serves them all.
 NO_ATTEMPTS: Mapping[int, int] = MappingProxyType({})
-View = Literal["dead", "due", "pending", "all"]
-State = Literal["pending", "done", "dead", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)
