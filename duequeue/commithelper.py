@@ -241,13 +241,14 @@ def serve() -> None:
     if opened is None:
         return
     from duequeue.store import open_store
+    from duequeue.store.sqlite_errors import one_line
 
     store = None
     error: str | None = None
     try:
         store = open_store(*opened)
     except Exception as exc:
-        error = _one_line(exc)
+        error = one_line(exc)
     try:
         while (batch := _read_frame(requests)) is not None:
             seq, records, writes, releases, owner, now = batch
@@ -267,7 +268,7 @@ def serve() -> None:
                         store.release(owner, releases, now)
                     done = COMPLETE
                 except Exception as exc:
-                    error = _one_line(exc)
+                    error = one_line(exc)
             reply = pickle.dumps((seq, done, applied, None if done == COMPLETE else error))
             _write_all(replies, _HEADER.pack(len(reply)) + reply)
     except BrokenPipeError:
@@ -275,7 +276,3 @@ def serve() -> None:
     finally:
         if store is not None:
             store.close()
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
