@@ -2,6 +2,7 @@
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -107,6 +108,32 @@ def measure(args: Sequence[str], env: Mapping[str, str], timeout: float = 600) -
         report["code"],
         report["out"],
         report["err"],
+    )
+
+
+def delivery_result(
+    name: str, baseline: str, n: int, target: float, pairs: Sequence[tuple[Run, Run]]
+) -> Result:
+    """Fold rounds of (baseline, tick) runs delivering `n` into one Result: the median of the
+    rounds' ratios (baseline seconds / tick seconds), each round's ratio and the median CPU."""
+    ratios = [bare.seconds / tick.seconds for bare, tick in pairs]
+    ratio = statistics.median(ratios)
+    bare_s = statistics.median(bare.seconds for bare, _ in pairs)
+    tick_s = statistics.median(tick.seconds for _, tick in pairs)
+    bare_cpu = statistics.median(bare.cpu_seconds for bare, _ in pairs)
+    tick_cpu = statistics.median(tick.cpu_seconds for _, tick in pairs)
+    return Result(
+        name=name,
+        baseline=f"{baseline} {bare_s:.2f}s ({n / bare_s:,.0f}/s)",
+        measured=f"tick {tick_s:.2f}s ({n / tick_s:,.0f}/s)",
+        ratio=ratio,
+        target=f">= {target}",
+        ok=ratio >= target,
+        note=(
+            f"median of {len(pairs)} rounds, ratios "
+            + ", ".join(f"{r:.2f}" for r in ratios)
+            + f"; CPU s: bare {bare_cpu:.1f}, tick {tick_cpu:.1f}"
+        ),
     )
 
 

@@ -5,12 +5,19 @@ aiosmtpd sink, itself a separate process. The figure is the median ratio of seve
 """
 
 import smtplib
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import Result, Run, duequeue_env, measure, python_env, seed
+from benchmarks.common import (
+    Result,
+    Run,
+    delivery_result,
+    duequeue_env,
+    measure,
+    python_env,
+    seed,
+)
 from benchmarks.sinks import sink_process
 
 
@@ -45,22 +52,4 @@ def run(n: int, target: float, rounds: int) -> Result:
     """Measure N emails `rounds` times; return the result."""
     with sink_process("smtp_sink") as port, tempfile.TemporaryDirectory() as tmp:
         pairs = [_pair(port, Path(tmp), n) for _ in range(rounds)]
-    ratios = [bare.seconds / tick.seconds for bare, tick in pairs]
-    ratio = statistics.median(ratios)
-    bare_s = statistics.median(bare.seconds for bare, _ in pairs)
-    tick_s = statistics.median(tick.seconds for _, tick in pairs)
-    bare_cpu = statistics.median(bare.cpu_seconds for bare, _ in pairs)
-    tick_cpu = statistics.median(tick.cpu_seconds for _, tick in pairs)
-    return Result(
-        name=f"2. emails, N={n:,}",
-        baseline=f"bare smtplib {bare_s:.2f}s ({n / bare_s:,.0f}/s)",
-        measured=f"tick {tick_s:.2f}s ({n / tick_s:,.0f}/s)",
-        ratio=ratio,
-        target=f">= {target}",
-        ok=ratio >= target,
-        note=(
-            f"median of {rounds} rounds, ratios "
-            + ", ".join(f"{r:.2f}" for r in ratios)
-            + f"; CPU s: bare {bare_cpu:.1f}, tick {tick_cpu:.1f}"
-        ),
-    )
+    return delivery_result(f"2. emails, N={n:,}", "bare smtplib", n, target, pairs)

@@ -6,7 +6,6 @@ of the rounds' ratios, so a burst of load from elsewhere on the machine hits one
 verdict. The ticks of the largest N also give the memory figure: their highest peak RSS.
 """
 
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -15,6 +14,7 @@ from benchmarks.common import (
     SECRET,
     Result,
     Run,
+    delivery_result,
     duequeue_env,
     measure,
     python_env,
@@ -68,26 +68,8 @@ def run(sizes: dict[int, float], rounds: int) -> list[Result]:
             for _ in range(rounds):
                 pairs.append(_pair(port, Path(tmp), n, first_id))
                 first_id += n
-            ratios = [bare.seconds / tick.seconds for bare, tick in pairs]
-            ratio = statistics.median(ratios)
-            bare_s = statistics.median(bare.seconds for bare, _ in pairs)
-            tick_s = statistics.median(tick.seconds for _, tick in pairs)
-            bare_cpu = statistics.median(bare.cpu_seconds for bare, _ in pairs)
-            tick_cpu = statistics.median(tick.cpu_seconds for _, tick in pairs)
             results.append(
-                Result(
-                    name=f"1. webhooks, N={n:,}",
-                    baseline=f"bare aiohttp {bare_s:.2f}s ({n / bare_s:,.0f}/s)",
-                    measured=f"tick {tick_s:.2f}s ({n / tick_s:,.0f}/s)",
-                    ratio=ratio,
-                    target=f">= {target}",
-                    ok=ratio >= target,
-                    note=(
-                        f"median of {rounds} rounds, ratios "
-                        + ", ".join(f"{r:.2f}" for r in ratios)
-                        + f"; CPU s: bare {bare_cpu:.1f}, tick {tick_cpu:.1f}"
-                    ),
-                )
+                delivery_result(f"1. webhooks, N={n:,}", "bare aiohttp", n, target, pairs)
             )
             if n >= peak[0]:
                 peak = (
