@@ -361,8 +361,8 @@ def migrate(
     copied = service.migrate(settings.db, to)
     typer.echo(
         f"migrated {copied.reminders} reminders, {copied.targets} targets, "
-        f"{copied.deliveries} deliveries, {copied.dead_letters} dead letters "
-        f"from {settings.db} to {safe_url(to)}"
+        f"{copied.deliveries} deliveries, {copied.dead_letters} dead letters, "
+        f"{copied.target_retries} target retries from {settings.db} to {safe_url(to)}"
     )
 
 

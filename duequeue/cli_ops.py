@@ -139,6 +139,23 @@ def cancel(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
     _changes(changes, "cancelled", as_json)
 
 
+@app.command()
+@_errors_to_exit
+def enable(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
+    """Switch back on the targets disabled after their endpoint answered 410 Gone."""
+    from duequeue import ops
+
+    if not ids:
+        raise BadInputError("ID: give at least one reminder id")
+    settings = _settings(ctx)
+    store = _store(settings)
+    try:
+        changes = ops.enable(store, ids, _now())
+    finally:
+        store.close()
+    _changes(changes, "enabled", as_json)
+
+
 def _changes(changes: list[Change], verb: str, as_json: bool) -> None:
     done = [c for c in changes if c.skipped is None]
     skipped = [c for c in changes if c.skipped is not None]

@@ -15,7 +15,10 @@ def reminder_json(v: ReminderView) -> dict[str, Any]:
         "id": v.id,
         "key": v.key,
         "subject": v.subject,
-        "targets": [{"channel": t.channel, "address": t.address} for t in v.targets],
+        "targets": [
+            {"channel": t.channel, "address": t.address, "disabled_at": iso(t.disabled_at)}
+            for t in v.targets
+        ],
         "rrule": v.rule if v.rule_kind == "rrule" else None,
         "cron": v.rule if v.rule_kind == "cron" else None,
         "tz": v.tz,
@@ -75,7 +78,10 @@ def reminder_table(views: Sequence[ReminderView], title: str) -> str:
         table.add_row(
             str(v.id),
             v.subject,
-            "\n".join(f"{t.channel}:{t.address}" for t in v.targets),
+            "\n".join(
+                f"{t.channel}:{t.address}" + (" (disabled: 410 Gone)" if t.disabled_at else "")
+                for t in v.targets
+            ),
             f"{v.rule_kind}: {v.rule} ({v.tz})" if v.rule else f"once ({v.tz})",
             "dead" if v.dead_fire_at is not None else v.state,
             iso(fire) or "-",

@@ -35,7 +35,22 @@ def history_json(h: History) -> dict[str, Any]:
             }
             for d in h.dead_letters
         ],
+        "target_retries": [
+            {
+                "fire_at": iso(r.fire_at),
+                "target": _target(h, r.target_id),
+                "error_count": r.error_count,
+                "last_error": r.last_error,
+                "next_try_at": iso(r.next_try_at),
+            }
+            for r in h.retries
+        ],
     }
+
+
+def _target(h: History, target_id: int) -> dict[str, str] | None:
+    found = [t for t in h.reminder.targets if t.id == target_id]
+    return {"channel": found[0].channel, "address": found[0].address} if found else None
 
 
 def history_text(h: History) -> str:
@@ -77,6 +92,20 @@ def history_text(h: History) -> str:
                 str(d.error_count),
                 d.last_error or "",
                 iso(d.retried_at) or "-",
+            )
+        console.print(table)
+    if h.retries:
+        table = Table(title="target retries (of a partial success)", title_justify="left")
+        for column in ("fire", "target", "errors", "next try", "last error"):
+            table.add_column(column, overflow="fold")
+        for t in h.retries:
+            target = _target(h, t.target_id)
+            table.add_row(
+                iso(t.fire_at),
+                "-" if target is None else f"{target['channel']}:{target['address']}",
+                str(t.error_count),
+                iso(t.next_try_at),
+                t.last_error or "",
             )
         console.print(table)
     return buffer.getvalue().rstrip("\n")

@@ -50,8 +50,8 @@ def test_import_adds_every_line_with_the_fields_of_add(cli: Cli, tmp_path: Path)
     assert standup["rrule"] == "FREQ=WEEKLY;BYDAY=WE"
     assert standup["fire_at"] == "2027-01-06T08:00:00.000Z"
     assert standup["targets"] == [
-        {"channel": "email", "address": "ann@example.com"},
-        {"channel": "webhook", "address": HOOK},
+        {"channel": "email", "address": "ann@example.com", "disabled_at": None},
+        {"channel": "webhook", "address": HOOK, "disabled_at": None},
     ]
     assert (standup["subject"], standup["key"]) == ("standup", "standup")
     assert (weekdays["cron"], weekdays["fire_at"]) == ("0 9 * * 1-5", "2027-01-05T09:00:00.000Z")

@@ -68,7 +68,7 @@ def test_history_lists_every_attempt_and_the_dead_letter(cli: Cli, http: HttpSin
     r = cli("history", str(rid), "--json")
     assert r.code == 0, r.err
     h = r.json()
-    assert set(h) == {"reminder", "attempts", "dead_letters"}
+    assert set(h) == {"reminder", "attempts", "dead_letters", "target_retries"}
     assert h["reminder"]["id"] == rid
     assert h["reminder"]["state"] == "dead"
     hook = [a for a in h["attempts"] if a["target"]["channel"] == "webhook"]
@@ -199,6 +199,8 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
         "retrying": 0,
         "leased": 0,
         "dead_letters": 1,
+        "retrying_targets": 0,
+        "disabled_targets": 1,  # the dead one-shot's webhook answered 410 Gone
         "oldest_due_lateness_s": 120.0,
         "deliveries": {
             "last_hour": {"sent": 1, "failed": 1},

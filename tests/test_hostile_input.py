@@ -112,7 +112,9 @@ def test_unusual_but_valid_targets_are_taken_as_given(
     cli: Cli, args: list[str], address: str
 ) -> None:
     rid = cli.add(*args)
-    assert cli.row(rid)["targets"] == [{"channel": "webhook", "address": address}]
+    assert cli.row(rid)["targets"] == [
+        {"channel": "webhook", "address": address, "disabled_at": None}
+    ]
 
 
 def test_a_body_at_the_limit_with_tabs_and_line_breaks_is_taken(cli: Cli) -> None:

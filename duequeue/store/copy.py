@@ -18,7 +18,7 @@ from duequeue.store.postgres import PostgresStore
 from duequeue.store.sqlite import SQLiteStore
 
 # Parents before children, so the foreign keys hold row by row.
-TABLES = ("reminders", "targets", "deliveries", "dead_letters")
+TABLES = ("reminders", "targets", "deliveries", "dead_letters", "target_retries")
 _NOT_COPIED = {"lease_owner", "lease_until"}
 
 
@@ -30,6 +30,7 @@ class Copied:
     targets: int
     deliveries: int
     dead_letters: int
+    target_retries: int
 
 
 def sqlite_to_postgres(source: str, target: str) -> Copied:
