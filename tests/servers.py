@@ -160,6 +160,11 @@ class SmtpSink:
         controller, self._controller = self._controller, None
         if controller is None:
             return
+        # Stop listening before dropping: a client connecting in between would be accepted,
+        # never greeted and left to time out, where it should find the port closed.
+        server = controller.server
+        if server is not None:
+            asyncio.run_coroutine_threadsafe(_close(server), controller.loop).result(_WAIT)
         self._drop(controller)
         controller.stop()
 
@@ -290,6 +295,11 @@ class SmtpSink:
             self._messages.append(parsed)
             self._lock.notify_all()
         return "250 2.0.0 OK"
+
+
+async def _close(server: asyncio.AbstractServer) -> None:
+    # On the server's loop: close() shuts the listening sockets before it returns.
+    server.close()
 
 
 class _SinkSMTP(SMTP):
