@@ -12,8 +12,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from email.message import EmailMessage
-from email.utils import formatdate, parseaddr
+from email.utils import format_datetime, parseaddr
 from typing import NamedTuple
 
 from duequeue.channels.base import SENT, Message, Outcome
@@ -31,7 +32,8 @@ def build_email(msg: Message, sender: str, to: str, now: float) -> EmailMessage:
     mail["To"] = to
     # A newline in a header value is an injection vector (and rejected by the policy).
     mail["Subject"] = " ".join(msg.subject.splitlines())
-    mail["Date"] = formatdate(now, localtime=False)
+    # An aware UTC time gives "+0000"; formatdate's "-0000" means "zone unknown" (RFC 5322).
+    mail["Date"] = format_datetime(datetime.fromtimestamp(now, UTC))
     mail["Message-ID"] = f"<{msg.delivery_id}@{_domain_of(sender)}>"
     mail["X-Duequeue-Reminder-Id"] = str(msg.reminder_id)
     mail["X-Duequeue-Fire-At"] = iso(to_ms(msg.fire_at)) or ""
