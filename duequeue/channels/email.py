@@ -17,6 +17,7 @@ from email.message import EmailMessage
 from email.utils import format_datetime, parseaddr
 from typing import NamedTuple
 
+from duequeue.channels import smtpconnect
 from duequeue.channels.base import SENT, Message, Outcome
 from duequeue.channels.smtpurl import parse_smtp_url
 from duequeue.timefmt import iso, to_ms
@@ -209,35 +210,17 @@ class EmailChannel:
     def _connection(self) -> smtplib.SMTP:
         if self._conn is not None:
             return self._conn
-        settings = self._settings
-        conn: smtplib.SMTP
-        # Built unconnected so that the watchdog knows the connection before its first read.
-        if settings.security == "tls":
-            conn = smtplib.SMTP_SSL(timeout=self._timeout, context=self._tls_context())
-        else:
-            conn = smtplib.SMTP(timeout=self._timeout)
+        context = self._tls_context()
+        conn = smtpconnect.client(self._settings, self._timeout, context)
+        # Known to the watchdog before its first read: a silent server is cut, too.
         self._active = conn
-        try:
-            code, greeting = conn.connect(settings.host, settings.port)
-            if code != 220:
-                raise smtplib.SMTPConnectError(code, greeting)
-            conn.ehlo_or_helo_if_needed()
-            if settings.security == "starttls":
-                if not conn.has_extn("starttls"):
-                    raise smtplib.SMTPNotSupportedError("server does not offer STARTTLS")
-                conn.starttls(context=self._tls_context())
-                conn.ehlo()
-            if settings.user is not None:
-                conn.login(settings.user, settings.password or "")
-        except BaseException:
-            conn.close()
-            raise
+        smtpconnect.establish(conn, self._settings, context)
         self._conn = conn
         return conn
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._tls is None:
-            self._tls = ssl.create_default_context()
+            self._tls = smtpconnect.tls_context()
         return self._tls
 
     def _refused(self, conn: smtplib.SMTP, what: str, code: int, reply: bytes | str) -> Outcome:
@@ -287,7 +270,9 @@ class EmailChannel:
             return f"SMTP connection refused ({where})"
         if isinstance(exc, socket.gaierror):
             return f"SMTP host lookup failed for {settings.host}: {exc.strerror}"
-        if isinstance(exc, ssl.SSLError | ssl.CertificateError):
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return f"SMTP TLS certificate not accepted ({where}): {exc.verify_message}"
+        if isinstance(exc, ssl.SSLError):
             return f"SMTP TLS error ({where}): {exc}"
         if isinstance(exc, smtplib.SMTPServerDisconnected):
             return f"SMTP connection lost ({where}): {exc}"
