@@ -208,12 +208,12 @@ def test_it_logs_in_with_credentials_from_the_url() -> None:
         assert sink.logins == ["alice"]
 
 
-def test_it_reports_an_auth_failure_as_failed_without_the_password() -> None:
+def test_it_reports_a_refused_login_as_permanent_without_the_password() -> None:
     with SmtpSink(credentials=("alice", "right-password")) as sink:
         url = f"smtp://alice:wrong-password@{LOOPBACK}:{sink.port}"
         [outcome] = run(url, to("bob@example.com"))
 
-    assert outcome.status == "failed"
+    assert outcome.status == "permanent"
     assert outcome.error is not None
     assert outcome.error.startswith("SMTP authentication failed")
     assert "wrong-password" not in outcome.error

@@ -115,6 +115,40 @@ def test_it_never_logs_in_in_clear_when_starttls_is_missing(trusted: TestCa) -> 
         assert (plain.logins, plain.auth_failures) == ([], 0)
 
 
+def test_a_refused_password_is_permanent_and_tried_once_per_tick(tls_sink: SmtpSink) -> None:
+    outcomes = run(
+        url_of(tls_sink, password="wrong-password"),
+        to("a@example.com"),
+        to("b@example.com"),
+        to("c@example.com"),
+    )
+
+    refused = Outcome(
+        "permanent",
+        f"SMTP authentication failed for user {USER} ({LOOPBACK}:{tls_sink.port}): "
+        "535 5.7.8 Authentication credentials invalid",
+    )
+    assert outcomes == [refused] * 3
+    # One login per tick: retrying a wrong password per email gets accounts locked.
+    assert (tls_sink.auth_failures, tls_sink.connections, tls_sink.messages) == (1, 1, [])
+
+
+def test_a_temporary_auth_failure_is_retried(trusted: TestCa) -> None:
+    with SmtpSink(
+        credentials=(USER, PASSWORD),
+        starttls=trusted.server_context(),
+        auth_refusal="454 4.7.0 Temporary authentication failure",
+    ) as sink:
+        outcomes = run(url_of(sink, password="any"), to("a@example.com"), to("b@example.com"))
+
+        assert [o.status for o in outcomes] == ["failed", "failed"]
+        assert outcomes[0].error == (
+            f"SMTP authentication failed for user {USER} ({LOOPBACK}:{sink.port}): "
+            "454 4.7.0 Temporary authentication failure"
+        )
+        assert sink.auth_failures == 2  # a transient refusal does not stop the next attempt
+
+
 # -- the real CLI: add, tick, history, doctor ------------------------------------------------
 
 
@@ -141,6 +175,26 @@ def test_the_cli_delivers_over_starttls_with_a_unicode_password(tmp_path: Path, 
         [mail] = sink.messages
         assert (mail.tls, mail.rcpt_tos, sink.logins) == (True, ["bob@example.com"], [USER])
         assert mail["Date"].endswith(" +0000")
+
+
+def test_the_cli_records_a_wrong_password_as_a_dead_letter(tmp_path: Path, ca: TestCa) -> None:
+    db = tmp_path / "dq.db"
+    with SmtpSink(credentials=(USER, PASSWORD), implicit_tls=ca.server_context()) as sink:
+        env = cli_env(sink, ca, "wrong-password")
+        rid = run_cli(db, "add", "--at", "now", "--email", "bob@example.com", env=env).stdout
+        ticked = run_cli(db, "tick", "--json", env=env)
+        history = run_cli(db, "history", rid.strip(), "--json", env=env)
+
+        assert ticked.returncode == 0, ticked.stderr
+        assert json.loads(ticked.stdout)["dead"] == 1
+        [attempt] = json.loads(history.stdout)["attempts"]
+        assert attempt["outcome"] == "permanent"
+        assert attempt["error"] == (
+            f"SMTP authentication failed for user {USER} ({LOOPBACK}:{sink.port}): "
+            "535 5.7.8 Authentication credentials invalid"
+        )
+        assert "wrong-password" not in ticked.stdout + history.stdout
+        assert sink.messages == []
 
 
 def smtp_check(db: Path, env: dict[str, str]) -> tuple[int, dict[str, str]]:
@@ -171,6 +225,7 @@ def test_doctor_fails_on_a_wrong_password(
     assert code == 1
     assert check["detail"] == f"login refused for user {USER} ({LOOPBACK}:{tls_sink.port}): 535"
     assert "DUEQUEUE_SMTP_PASSWORD" in check["fix"]
+    assert tls_sink.auth_failures == 1
 
 
 def test_doctor_names_ssl_cert_file_for_an_untrusted_certificate(

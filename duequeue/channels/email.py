@@ -79,6 +79,8 @@ class EmailChannel:
         # The connection an attempt is using, and whether the watchdog cut it; see _bounded.
         self._active: smtplib.SMTP | None = None
         self._expired = False
+        # Set once the server refused the login for good; see _login_refused.
+        self._refusal: Outcome | None = None
         self._watchdog = _Watchdog(self._expire)
 
     async def __aenter__(self) -> "EmailChannel":
@@ -117,6 +119,8 @@ class EmailChannel:
             return Outcome("failed", self._redact(f"{type(exc).__name__}: {exc}"))
 
     def _deliver(self, prepared: "_Prepared") -> Outcome:
+        if self._refusal is not None:
+            return self._refusal
         with self._bounded():
             return self._attempt(prepared)
 
@@ -165,6 +169,9 @@ class EmailChannel:
             if international:
                 return Outcome("permanent", f"SMTP server cannot take a non-ASCII address: {exc}")
             return Outcome("failed", f"SMTP: {exc}")
+        except smtplib.SMTPAuthenticationError as exc:
+            self._drop()
+            return self._login_refused(exc)
         except Exception as exc:
             # The connection is in an unknown state; the next send starts a fresh one.
             self._drop()
@@ -223,6 +230,18 @@ class EmailChannel:
             self._tls = smtpconnect.tls_context()
         return self._tls
 
+    def _login_refused(self, exc: smtplib.SMTPAuthenticationError) -> Outcome:
+        # A refused password (535, or any 5xx) does not fix itself within the backoff, and
+        # logging in again for every email can get the account or the host locked out: the
+        # refusal is permanent and answers the rest of this channel's emails (one batch of a
+        # tick) without another login. A 4xx (454: the provider's auth service is down) is
+        # retried as usual.
+        error = self._describe(exc)
+        if 500 <= exc.smtp_code < 600:
+            self._refusal = Outcome("permanent", error)
+            return self._refusal
+        return Outcome("failed", error)
+
     def _refused(self, conn: smtplib.SMTP, what: str, code: int, reply: bytes | str) -> Outcome:
         error = f"{what} {'refused' if code >= 500 else 'deferred'}: {code} {_text(reply)}"
         if code == 421 or not 400 <= code < 600:
@@ -261,7 +280,7 @@ class EmailChannel:
             return f"SMTP timeout after {self._timeout:g}s ({where})"
         if isinstance(exc, smtplib.SMTPAuthenticationError):
             detail = self._redact(f"{exc.smtp_code} {_text(exc.smtp_error)}")
-            return f"SMTP authentication failed: {detail}"
+            return f"SMTP authentication failed for user {settings.user} ({where}): {detail}"
         if isinstance(exc, smtplib.SMTPConnectError):
             return f"SMTP server refused the connection: {exc.smtp_code} {_text(exc.smtp_error)}"
         if isinstance(exc, smtplib.SMTPResponseException):

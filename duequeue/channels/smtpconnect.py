@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
     from _typeshed import ReadableBuffer
 
+# smtplib's order: CRAM-MD5 first keeps the password off a connection without TLS.
+_MECHANISMS = ("CRAM-MD5", "PLAIN", "LOGIN")
 _MAX_CHALLENGES = 5  # as smtplib: a server that keeps challenging is broken
 
 
@@ -80,6 +82,34 @@ class _Utf8Auth(smtplib.SMTP):
         """Connect to `host`, remembered as the name the certificate must carry."""
         self._host = host
         return super().connect(host, port, source_address)
+
+    def login(
+        self, user: str, password: str, *, initial_response_ok: bool = True
+    ) -> tuple[int, bytes]:
+        """Log in with the first offered mechanism the server does not call unknown.
+
+        smtplib tries every offered mechanism after a refusal; a refused password would then
+        count as several failed logins towards the provider's lockout.
+        """
+        self.ehlo_or_helo_if_needed()
+        if not self.has_extn("auth"):
+            raise smtplib.SMTPNotSupportedError("server does not offer AUTH")
+        offered = self.esmtp_features["auth"].upper().split()
+        mechanisms = [m for m in _MECHANISMS if m in offered]
+        if not mechanisms:
+            raise smtplib.SMTPNotSupportedError(
+                f"no AUTH mechanism in common ({' '.join(offered)})"
+            )
+        self.user, self.password = user, password
+        for mechanism in mechanisms:
+            authobject = getattr(self, f"auth_{mechanism.lower().replace('-', '_')}")
+            try:
+                return self.auth(mechanism, authobject, initial_response_ok=initial_response_ok)
+            except smtplib.SMTPAuthenticationError as exc:
+                # 504: the mechanism is not really supported, so the next may be.
+                if exc.smtp_code != 504 or mechanism == mechanisms[-1]:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def auth(
         self,
