@@ -104,8 +104,7 @@ def smtp_checks(settings: Any) -> list[Check]:
                 "smtp",
                 False,
                 smtpprobe.describe(exc, settings.smtp_url),
-                "start the SMTP server or correct DUEQUEUE_SMTP_URL (host, port, scheme, "
-                "user and password)",
+                smtpprobe.advice(exc),
             )
         )
     if not settings.email_from:

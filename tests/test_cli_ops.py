@@ -408,7 +408,7 @@ def test_doctor_logs_in_as_a_delivery_would_and_reports_a_wrong_password(cli: Cl
     assert ok.code == 0, ok.out
     assert refused.code == 1
     (check,) = [c for c in refused.json()["checks"] if c["name"] == "smtp"]
-    assert check["detail"].startswith("login refused (127.0.0.1:")
+    assert check["detail"].startswith("login refused for user mailer (127.0.0.1:")
     assert "wrong-password" not in refused.out
 
 
