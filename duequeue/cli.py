@@ -9,15 +9,17 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
-from duequeue import entrypoint
+from duequeue import cli_shell, entrypoint
 from duequeue.entrypoint import now as _now
 from duequeue.entrypoint import run_tick
 from duequeue.errors import DuequeueError
 
-app = typer.Typer(
+app = cli_shell.Typer(
     name="duequeue",
+    cls=cli_shell.Group,
     help="Deliver reminders on time from cron: email and signed webhooks, never twice.",
-    no_args_is_help=True,
+    invoke_without_command=True,  # bare `duequeue` prints help on stdout, exit 0 (_root)
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -56,6 +58,7 @@ def _store(settings: Any) -> Any:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     db: Annotated[
         str | None,
         typer.Option(
@@ -75,8 +78,20 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=cli_shell.print_version,
+            help="Print the version and exit.",
+        ),
+    ] = False,
 ) -> None:
     """Deliver reminders on time from cron: email and signed webhooks, never twice."""
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
 
 
 @app.command()

@@ -16,7 +16,9 @@ from duequeue.errors import BadInputError
 from duequeue.store.base import Change
 from duequeue.timefmt import iso, to_ms
 
-IDS = Annotated[list[int] | None, typer.Argument(help="Reminder ids.", show_default=False)]
+IDS = Annotated[
+    list[int] | None, typer.Argument(metavar="ID", help="Reminder ids.", show_default=False)
+]
 JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
@@ -28,7 +30,10 @@ def _echo_json(value: Any) -> None:
 @_errors_to_exit
 def import_(
     ctx: typer.Context,
-    file: Annotated[str, typer.Argument(help="JSON Lines file, one reminder a line; - is stdin.")],
+    file: Annotated[
+        str,
+        typer.Argument(metavar="FILE", help="JSON Lines file, one reminder a line; - is stdin."),
+    ],
     as_json: JSON = False,
 ) -> None:
     """Add reminders from JSON Lines, all or nothing; existing keys are skipped."""
@@ -281,6 +286,7 @@ def worker(
     limit: Annotated[
         int | None,
         typer.Option(
+            metavar="N",
             min=1,
             help="Most rows one tick takes (default DUEQUEUE_TICK_LIMIT).",
             show_default=False,
