@@ -310,9 +310,11 @@ def inspect(
 
         typer.echo(json.dumps([output.reminder_json(v) for v in views], indent=2))
     elif not views:
-        typer.echo(f"no {view} reminders")
+        typer.echo("no reminders" if view == "all" else f"no {view} reminders")
     else:
-        typer.echo(output.reminder_table(views, f"{view} reminders"))
+        from duequeue.table import terminal_width
+
+        typer.echo(output.reminder_table(views, terminal_width()))
 
 
 @app.command("next")

@@ -100,7 +100,9 @@ def history(
     if as_json:
         _echo_json(output_ops.history_json(found))
     else:
-        typer.echo(output_ops.history_text(found))
+        from duequeue.table import terminal_width
+
+        typer.echo(output_ops.history_text(found, terminal_width()))
 
 
 @app.command()
