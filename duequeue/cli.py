@@ -50,10 +50,13 @@ def _settings(ctx: typer.Context, **flags: Any) -> Any:
     return load_settings({"db": root.get("db"), **flags}, config_file=root.get("config"))
 
 
-def _store(settings: Any) -> Any:
+def _store(settings: Any, create: bool = False) -> Any:
+    """Open the database; only commands that add reminders create a missing one."""
     from duequeue.store import open_store
 
-    return open_store(settings.db, settings.busy_timeout)
+    # A read-only command on a mistyped path must fail, not leave an empty database behind
+    # (a cron `stats --prometheus` would publish its zeros).
+    return open_store(settings.db, settings.busy_timeout, create=create)
 
 
 @app.callback()
@@ -211,7 +214,7 @@ def add(
 
         typer.echo(output.fires_text(reminder.tz, fires))
         return
-    store = _store(settings)
+    store = _store(settings, create=True)
     try:
         from duequeue.timefmt import to_ms
 

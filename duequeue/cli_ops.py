@@ -63,7 +63,7 @@ def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
 
     def write(reminders: list[Any]) -> Any:
         # Validated before the database is opened: a bad line writes nothing, creates nothing.
-        store = _store(settings)
+        store = _store(settings, create=True)
         try:
             return ops.import_reminders(store, reminders, now)
         finally:
@@ -258,7 +258,7 @@ def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
     from duequeue import doctor as checks
     from duequeue.store import open_store
 
-    found = checks.run(lambda: _settings(ctx), open_store)
+    found = checks.run(lambda: _settings(ctx), lambda db: open_store(db, create=False))
     ok = all(c.ok for c in found)
     if as_json:
         _echo_json(
@@ -303,11 +303,13 @@ def worker(
 
     interval = parse_duration(every, "--every").total_seconds()
     settings = _settings(ctx)
-    _store(settings).close()  # a database that cannot open stops the worker now, with exit 1
+    # A database that cannot open stops the worker now, with exit 1; like `tick`, the worker
+    # creates a missing one (cron or systemd may start before the first `add`).
+    _store(settings, create=True).close()
 
     def one_tick() -> str:
         now = _now()
-        store = _store(settings)
+        store = _store(settings, create=True)
         try:
             summary = service.run_tick(store, settings, now, _clock_ms, limit)
         finally:
