@@ -46,7 +46,7 @@ def _setting_name(message: str) -> str:
 
 def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
     """Check that the database exists, opens as duequeue's, and is healthy."""
-    if "://" not in db and not Path(db).exists():
+    if "://" not in db and not _exists(Path(db)):
         return [
             Check(
                 "database",
@@ -79,6 +79,13 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
         ]
     finally:
         store.close()
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a directory this user cannot enter: opening it explains which and why
+        return True
 
 
 def smtp_checks(settings: Any) -> list[Check]:

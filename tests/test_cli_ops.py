@@ -114,6 +114,7 @@ def test_history_of_a_fresh_reminder_says_so(cli: Cli) -> None:
 
 
 def test_history_of_an_unknown_id_exits_2_with_one_line(cli: Cli) -> None:
+    cli.add("--at", "+1h", "--email", "ann@example.com")  # the database exists; id 42 does not
     r = cli("history", "42")
     assert (r.code, r.out, r.err) == (2, "", "duequeue: error: ID: no reminder with id 42\n")
 
@@ -164,6 +165,7 @@ def test_retry_needs_ids_or_all_dead_but_not_both(cli: Cli) -> None:
         r = cli("retry", *args)
         assert r.code == 2
         assert r.err.startswith("duequeue: error: retry: give reminder ids or --all-dead")
+    cli.add("--at", "+1h", "--email", "ann@example.com")
     r = cli("retry", "5")
     assert (r.code, r.err) == (2, "duequeue: error: ID: no reminder with id 5\n")
 
@@ -249,6 +251,7 @@ def test_stats_writes_a_prometheus_textfile_a_real_parser_reads(
 
 
 def test_stats_prometheus_into_a_missing_directory_exits_2(cli: Cli, tmp_path: Path) -> None:
+    cli.add("--at", "+1h", "--email", "ann@example.com")
     r = cli("stats", "--prometheus", str(tmp_path / "nope" / "dq.prom"))
     assert r.code == 2
     assert r.err.startswith("duequeue: error: --prometheus: directory")

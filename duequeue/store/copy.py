@@ -37,7 +37,8 @@ def sqlite_to_postgres(source: str, target: str) -> Copied:
     """Copy every row of the SQLite database at `source` into the empty PostgreSQL `target`."""
     if not Path(source).is_file():
         raise StoreError(f"no SQLite database at {source} to migrate from")
-    SQLiteStore(source).close()  # refuses a foreign or newer file; brings an older one up to date
+    SQLiteStore(source, create=False).close()  # refuses a missing, foreign or newer file;
+    # brings an older one up to date
     store = PostgresStore(target)
     try:
         conn = apsw.Connection(source, flags=apsw.SQLITE_OPEN_READONLY)

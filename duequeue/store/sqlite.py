@@ -11,7 +11,7 @@ from typing import Any, cast
 import apsw
 
 from duequeue.errors import StoreError
-from duequeue.store import retries
+from duequeue.store import access, retries
 from duequeue.store import rows as shared
 from duequeue.store.base import (
     Change,
@@ -47,10 +47,12 @@ class SQLiteStore(OperatorQueries, Store):
 
     schema_version = SCHEMA_VERSION
 
-    def __init__(self, path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(
+        self, path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS, create: bool = True
+    ) -> None:
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
-        self._conn = _connect(self.path, busy_timeout_ms)
+        self._conn = _connect(self.path, busy_timeout_ms, create)
         try:
             self._ensure_schema()
         except apsw.Error as exc:
@@ -451,9 +453,14 @@ def _json_ints(ids: Sequence[int]) -> str:
     return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
-def _connect(path: Path, busy_timeout_ms: int) -> apsw.Connection:
+def _connect(path: Path, busy_timeout_ms: int, create: bool) -> apsw.Connection:
     try:
         if not path.exists():
+            if not create:
+                raise StoreError(
+                    f"database {path} does not exist (check --db / DUEQUEUE_DB; "
+                    "`duequeue add` or `import` creates it)"
+                )
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             _create(path)
         elif _empty(path):
@@ -465,7 +472,10 @@ def _connect(path: Path, busy_timeout_ms: int) -> apsw.Connection:
             )
         conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
     except OSError as exc:
-        raise StoreError(f"cannot open database {path}: {one_line(exc)}") from exc
+        # The OS names whichever path failed (a parent, the temporary file of _create); say
+        # which one this user lacks access to, and how to fix it.
+        why = access.problem(path, write=True) or exc.strerror or one_line(exc)
+        raise StoreError(f"cannot open database {path}: {why}") from exc
     except apsw.Error as exc:
         raise store_error(path, busy_timeout_ms, exc) from exc
     try:
