@@ -63,6 +63,9 @@ def test_a_failed_target_of_a_partial_one_shot_retries_then_is_a_dead_letter_ret
     (pending,) = history["target_retries"]
     assert pending["target"] == {"channel": "webhook", "address": http.url("/down")}
     assert (pending["error_count"], pending["next_try_at"]) == (1, "2027-01-05T08:01:00.000Z")
+    text = cli("history", str(rid)).out
+    assert "target retries (of a partial success)" in text
+    assert f"webhook:{http.url('/down')}" in text.split("target retries")[1]
 
     cli.advance(minutes=1)
     assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "retried": 1}
