@@ -1,12 +1,13 @@
-"""crontab.example and duequeue.logrotate work as shipped on README's install.
+"""crontab.example, duequeue.service and duequeue.logrotate work as shipped on README's install.
 
 README.md, "Running from cron", makes one install: a venv at /opt/duequeue/venv, a `duequeue`
 user, the database in /var/lib/duequeue, logs in /var/log/duequeue, the settings in
 /etc/duequeue/config.toml. The tests run the shipped files' own lines against that install moved
 into tmp_path: the crontab's jobs under an empty environment plus only the crontab's variables
-(`env -i`, as cron does, `%` handled as cron does), the logrotate stanza through logrotate
-itself. `logrotate` is on CI's machine (Debian 12: logrotate 3.21); where it is missing locally
-its test skips and says so.
+(`env -i`, as cron does, `%` handled as cron does), the unit through `systemd-analyze verify`
+and its ExecStart under its Environment=, the logrotate stanza through logrotate itself.
+`systemd-analyze` and `logrotate` are on CI's machine (Debian 12: systemd 252, logrotate 3.21);
+where one is missing locally its test skips and says so.
 """
 
 import base64
@@ -15,9 +16,11 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -307,6 +310,109 @@ def test_the_readme_route_makes_what_the_shipped_files_use() -> None:
         assert step in section
     # The log lines README shows are what the crontab writes.
     assert STAMP.match(section.split("\n\n")[1].strip())
+
+
+# --------------------------------------------------------------------------------------------
+# duequeue.service
+
+
+def _unit_values(key: str) -> list[str]:
+    return [
+        line.split("=", 1)[1]
+        for line in UNIT.read_text().splitlines()
+        if line.startswith(f"{key}=")
+    ]
+
+
+def test_the_unit_agrees_with_the_install() -> None:
+    [exec_start] = _unit_values("ExecStart")
+    assert exec_start.split()[0] == f"{VENV}/bin/duequeue"
+    # ProtectHome=true hides /home and /root from the service: nothing it runs may live there.
+    assert not exec_start.startswith(("/home/", "/root/"))
+    assert sorted(_unit_values("Environment")) == [
+        f"DUEQUEUE_CONFIG={CONFIG}",
+        f"DUEQUEUE_DB={CRON.env['DUEQUEUE_DB']}",
+    ]
+    assert _unit_values("User") == ["duequeue"]
+    assert _unit_values("StateDirectory") == [DATA.rsplit("/", 1)[1]]
+
+
+def _verify(tmp_path: Path, unit_text: str) -> subprocess.CompletedProcess[str]:
+    """Run `systemd-analyze verify` on `unit_text` in a root holding the system's units and
+    every program the unit names (the install's programs, as README puts them there)."""
+    root = tmp_path / "root"
+    shutil.copytree("/usr/lib/systemd/system", root / "usr/lib/systemd/system", symlinks=True)
+    unit = root / "etc/systemd/system/duequeue.service"
+    unit.parent.mkdir(parents=True)
+    unit.write_text(unit_text)
+    program = root / VENV.strip("/") / "bin/duequeue"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    return subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", "--generators=no", f"--root={root}", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None or not Path("/usr/lib/systemd/system").is_dir(),
+    reason="systemd-analyze is not installed here (CI's machine has it)",
+)
+def test_the_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+    shipped = _verify(tmp_path / "shipped", UNIT.read_text())
+    # The same check catches a unit whose program no README route installs.
+    elsewhere = _verify(
+        tmp_path / "elsewhere",
+        UNIT.read_text().replace(f"{VENV}/bin/duequeue", "/usr/local/bin/duequeue"),
+    )
+
+    assert (shipped.returncode, shipped.stdout, shipped.stderr) == (0, "", "")
+    assert elsewhere.returncode != 0
+    assert "/usr/local/bin/duequeue is not executable" in elsewhere.stderr
+
+
+@pytest.fixture
+def worker(install: Install) -> Iterator["subprocess.Popen[str]"]:
+    """Start the unit's ExecStart under only its Environment= lines (and systemd's PATH)."""
+    install.config.write_text('email_from = "reminders@example.com"\n')
+    [exec_start] = _unit_values("ExecStart")
+    env = dict(v.split("=", 1) for v in _unit_values("Environment"))
+    env = {k: install.localize(v) for k, v in env.items()}
+    env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    proc = subprocess.Popen(
+        install.localize(exec_start).split(),
+        env=env,
+        cwd=install.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(LIMIT_S)
+    assert proc.stdout and proc.stderr
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def test_the_units_worker_ticks_with_the_units_settings_and_stops_on_sigterm(
+    install: Install, worker: "subprocess.Popen[str]"
+) -> None:
+    assert worker.stdout
+    started = worker.stdout.readline()
+    ticked = worker.stdout.readline()  # the first tick runs at once
+
+    worker.send_signal(signal.SIGTERM)
+
+    assert worker.wait(LIMIT_S) == 0
+    assert started.startswith("worker: ticking every 10s on ")
+    assert started.rstrip().endswith(str(install.places[DATA] / "duequeue.db"))
+    assert " tick: claimed 0" in ticked
 
 
 # --------------------------------------------------------------------------------------------
