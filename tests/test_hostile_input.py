@@ -180,3 +180,25 @@ def test_a_huge_body_through_a_real_process_is_refused_in_one_line(db_path: Path
     r = run_cli(db_path, "add", *AT, "--webhook", HOOK, "--body", "x" * 120_000)
     assert (r.returncode, r.stderr) == (2, "duequeue: error: --body: larger than 65536 bytes\n")
     assert not db_path.exists()
+
+
+@pytest.mark.parametrize("flag", ["--subject-like", "--target-like"])
+def test_an_inspect_filter_that_is_not_utf8_is_refused_by_a_real_process(
+    db_path: Path, flag: str
+) -> None:
+    assert run_cli(db_path, "add", *AT, "--webhook", HOOK).returncode == 0
+    r = run_cli(db_path, "inspect", "--all", flag, b"%caf\xe9%")
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == f"duequeue: error: {flag}: not valid UTF-8 text\n"
+
+
+@pytest.mark.parametrize("name", ["DUEQUEUE_DB", "DUEQUEUE_EMAIL_FROM", "DUEQUEUE_TZ"])
+def test_a_setting_that_is_not_utf8_stops_add_in_one_line_and_writes_nothing(
+    tmp_path: Path, name: str
+) -> None:
+    db = tmp_path / "q.db"
+    value = str(tmp_path / "caf\udce9.db") if name == "DUEQUEUE_DB" else "caf\udce9"
+    r = run_cli(db, "add", *AT, "--webhook", HOOK, env={name: value})  # sent as the byte \xe9
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == f"duequeue: error: {name}: not valid UTF-8 text\n"
+    assert list(tmp_path.iterdir()) == []
