@@ -153,7 +153,9 @@ def add(
     data: Annotated[
         str | None,
         typer.Option(
-            metavar="JSON", help="JSON passed through to webhooks (max 16 KiB).", show_default=False
+            metavar="JSON",
+            help="JSON passed through to webhooks (max 16 KiB, 64 levels deep; no NaN/Infinity).",
+            show_default=False,
         ),
     ] = None,
     key: Annotated[

@@ -10,6 +10,7 @@ from duequeue.store.base import HealthCheck
 Check = HealthCheck
 
 _ZONES = ("UTC", "Europe/Berlin", "America/New_York")
+_MIN_KEY = 24  # bytes: the Standard Webhooks spec asks for 24 to 64
 
 
 def run(load: Callable[[], Any], open_store: Callable[[str], Any]) -> list[Check]:
@@ -127,21 +128,33 @@ def smtp_checks(settings: Any) -> list[Check]:
 
 
 def secret_check(secret: str | None) -> Check:
-    """Check the webhook secret's format."""
+    """Check the webhook secret's format and key length."""
     if secret is None:
         return Check("webhook secret", True, "not set: webhooks are sent unsigned")
-    from duequeue.channels.signing import parse_secret
+    from duequeue.channels.signing import padding_missing, parse_secret
 
     try:
         key = parse_secret(secret)
     except ConfigError as exc:  # pragma: no cover - settings validation rejects it first
         return Check("webhook secret", False, str(exc), "set whsec_ followed by base64")
-    if len(key) < 16:
+    missing = "=" * padding_missing(secret)
+    if missing:
+        # duequeue signs fine with it; the receivers given the same text may not.
+        return Check(
+            "webhook secret",
+            False,
+            f"the base64 lacks its '{missing}' padding: the Go, Rust, C# and Elixir Standard "
+            "Webhooks libraries refuse it",
+            f"append '{missing}' to the secret here and at every receiver (same key, same "
+            "signatures)",
+        )
+    if len(key) < _MIN_KEY:
         return Check(
             "webhook secret",
             False,
             f"the key is only {len(key)} bytes",
-            "use at least 16 random bytes (README: 'A webhook secret is ...' shows a one-liner)",
+            f"use {_MIN_KEY} to 64 random bytes as the Standard Webhooks spec asks (README: "
+            "'A webhook secret is ...' shows a one-liner)",
         )
     return Check("webhook secret", True, f"whsec_ format, {len(key)}-byte key")
 

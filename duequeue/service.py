@@ -160,6 +160,7 @@ def inspect(
     target_like: str | None = None,
 ) -> list[ReminderView]:
     """List reminders (or dead fires) for the chosen view, filtered by LIKE patterns."""
+    validate.utf8([("--subject-like", subject_like), ("--target-like", target_like)])
     return store.list_view(
         view, to_ms(now), limit, subject_like=subject_like, target_like=target_like
     )

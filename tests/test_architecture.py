@@ -36,7 +36,17 @@ def test_every_module_is_on_the_map(module: Path) -> None:
 
 
 # What each lower layer must never import (by dotted prefix), per DESIGN.md's layer table.
-ABOVE = ("cli", "cli_ops", "cli_shell", "entrypoint", "service", "ops", "output", "doctor", "worker")
+ABOVE = (
+    "cli",
+    "cli_ops",
+    "cli_shell",
+    "entrypoint",
+    "service",
+    "ops",
+    "output",
+    "doctor",
+    "worker",
+)
 FORBIDDEN = {
     "store/": (*ABOVE, "tick", "groupcommit", "channels", "schedule", "policy", "config"),
     "channels/": (*ABOVE, "tick", "groupcommit", "store", "policy", "config"),
