@@ -16,8 +16,9 @@ Elapsed-time rules fire every N hours, minutes or seconds of real time: an RRULE
 HOURLY, MINUTELY or SECONDLY and no BYxxx part is generated on a fixed-offset timeline anchored at
 DTSTART (UTC shifted by DTSTART's offset), so it keeps its real-time cadence through both copies of
 a repeated hour and through a gap. A cron expression whose hour field starts with '*' ('*', '*/2')
-fires at every real instant whose wall time matches its fields: both copies of a repeated hour fire,
-and across a whole-hour change nothing is lost because the gap's minutes never exist. cronsim 2.8
+fires at every real instant whose wall time matches its fields, so both copies of a repeated hour
+fire; a matching wall time that a gap skips fires at the instant the offset before the change gives
+it (what the clock would have shown had it not changed), once. cronsim 2.8
 mimics Debian for its fixed-time case, but it treats a '*' minute with a fixed hour as a wildcard
 job and can skip a match after a 30-minute gap (Australia/Lord_Howe), so it is only used to match
 fields on naive time; the zone handling is here.
@@ -368,9 +369,18 @@ def _named_cron(expression: str, tz: ZoneInfo, after: datetime) -> Iterator[date
 
 def _elapsed_cron(expression: str, tz: ZoneInfo, after: datetime) -> Iterator[datetime]:
     # Between two offset changes wall time is UTC plus a constant, so match the fields on that
-    # naive timeline; a candidate past the next change is retried from the change itself.
-    start = after.astimezone(UTC)
-    inclusive = False
+    # naive timeline; a candidate past the next change is retried from the change itself. A
+    # change that skips wall time leaves a window as long as the gap after it, in which the
+    # skipped wall times fire at the instants the old offset gives them (00:00 -04 on a
+    # Santiago spring-forward night is 01:00 -03): so `0 */3 * * *` loses nothing in a gap.
+    after = after.astimezone(UTC)
+    start, inclusive = after, False
+    recent = next_transition(tz, after - _DAY, after)
+    if recent is not None:
+        old, new = utc_offset(tz, recent - _TICK), utc_offset(tz, recent)
+        if new > old and after < recent + (new - old):
+            yield from _gap_window(expression, recent, old, new, after)
+            start, inclusive = recent + (new - old), True
     while True:
         offset = utc_offset(tz, start)
         naive = (start + offset).replace(tzinfo=None)
@@ -382,5 +392,29 @@ def _elapsed_cron(expression: str, tz: ZoneInfo, after: datetime) -> Iterator[da
         if change is None:
             yield candidate
             start, inclusive = candidate, False
+            continue
+        new = utc_offset(tz, change)
+        if new > offset:
+            yield from _gap_window(expression, change, offset, new, start)
+            start, inclusive = change + (new - offset), True
         else:
             start, inclusive = change, True
+
+
+def _gap_window(
+    expression: str, change: datetime, old: timedelta, new: timedelta, after: datetime
+) -> Iterator[datetime]:
+    """Yield the fires after `after` in [change, change + gap) of a change from old to new.
+
+    They come from two timelines: the wall times the gap skipped, read with the old offset,
+    and the wall times after the gap, read with the new one. An instant both give fires once.
+    """
+    end = change + (new - old)
+    fires: set[datetime] = set()
+    for offset in (old, new):
+        for wall in CronSim(expression, (change + offset).replace(tzinfo=None) - _TICK):
+            instant = (wall - offset).replace(tzinfo=UTC)
+            if instant >= end:
+                break
+            fires.add(instant)
+    yield from sorted(fire for fire in fires if fire > after)

@@ -8,7 +8,7 @@ wall time in the reminder's zone, and DST follows Debian cron for RRULE and cron
   repeated wall time once, at its first occurrence. 08:00 stays 08:00 on both sides of a change.
 - Every-N rules (RRULE HOURLY, MINUTELY or SECONDLY without BYxxx; cron whose hour field starts
   with '*') follow real elapsed time: they fire in both copies of a repeated hour and lose nothing
-  in a gap.
+  in a gap (cron fires a skipped match at the instant the offset before the gap gives it).
 - A named RRULE whose --at is a wall time skipped by a gap (02:30 on a spring-forward night) fires
   first at the gap's end and keeps that wall time afterwards: the stored start is an instant,
   which cannot say 02:30, so the parts the rule takes from its start are written into its text.

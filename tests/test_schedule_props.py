@@ -207,6 +207,12 @@ def cron_matcher(expression: str) -> Matcher:
     )
 
 
+def offset_at(instant: datetime, zone: ZoneInfo) -> timedelta:
+    offset = instant.astimezone(zone).utcoffset()
+    assert offset is not None
+    return offset
+
+
 def brute_force_cron(
     expression: str, zone: ZoneInfo, start: datetime, end: datetime
 ) -> list[datetime]:
@@ -216,8 +222,14 @@ def brute_force_cron(
     fires: list[datetime] = []
     instant = start - timedelta(hours=4)
     latest = to_wall(instant - MINUTE, zone)
+    offset = offset_at(instant - MINUTE, zone)
+    # After a change that skips wall time, for as long as the gap: the offset before it.
+    skipped_until, old = instant, offset
     while instant < end:
         wall = to_wall(instant, zone)
+        if offset_at(instant, zone) > offset:
+            skipped_until, old = instant + offset_at(instant, zone) - offset, offset
+        offset = offset_at(instant, zone)
         if named:
             # Fire once for every matching wall minute the clock reached for the first time:
             # several at the end of a gap, none while it repeats an hour.
@@ -226,7 +238,10 @@ def brute_force_cron(
                 latest += MINUTE
                 due = due or matches(latest)
         else:
-            due = matches(wall)
+            # Every real minute whose wall time matches, and every wall minute a gap skipped at
+            # the instant the offset before the gap gives it.
+            skipped = instant < skipped_until and matches((instant + old).replace(tzinfo=None))
+            due = matches(wall) or skipped
         if due and start < instant:
             fires.append(instant)
         instant += MINUTE

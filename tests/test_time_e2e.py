@@ -134,6 +134,22 @@ def test_a_start_inside_the_gap_fires_at_its_end_and_then_keeps_its_wall_time(
     )
 
 
+def test_an_every_3_hours_cron_fires_the_match_a_gap_skipped_after_the_gap(
+    db_path: Path, http: HttpSink
+) -> None:
+    # Santiago springs forward 2027-09-05 00:00 -04 -> 01:00 -03 (04:00Z).
+    cli = Cli(db_path, datetime(2027, 9, 4, 23, 30, tzinfo=UTC))
+    cli.add("--cron", "0 */3 * * *", "--tz", "America/Santiago", "--webhook", http.url("/c"))
+    for moment in ("01:00", "03:59", "04:00", "05:59", "06:00"):
+        cli.now = datetime.fromisoformat(f"2027-09-05T{moment}+00:00")
+        cli.tick()
+    assert fired(http, "/c") == [
+        "2027-09-05T01:00:00.000Z",  # 21:00 -04
+        "2027-09-05T04:00:00.000Z",  # the skipped 00:00 -04, 01:00 -03
+        "2027-09-05T06:00:00.000Z",  # 03:00 -03
+    ]
+
+
 def test_misfire_grace_skips_the_late_backlog_but_delivers_a_fire_still_within_it(
     db_path: Path, http: HttpSink
 ) -> None:
