@@ -332,8 +332,30 @@ def rrule_series(text: str, tz: ZoneInfo, dtstart: datetime) -> RRuleSeries:
     return RRuleSeries(text, tz, dtstart)
 
 
+# Debian cron's nicknames, stored as what they stand for. @hourly has a '*' hour, so it follows
+# real elapsed time like '0 * * * *'; the others name a wall-clock time.
+_NICKNAMES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
 def normalize_cron(text: str) -> str:
-    """Check a 5-field cron expression and return it with single spaces between fields."""
+    """Check a 5-field cron expression or nickname; return the fields with single spaces."""
+    nickname = text.strip().lower()
+    if nickname.startswith("@"):
+        if nickname == "@reboot":
+            raise RuleError(f"{text.strip()!r} names no time; give one such as @daily or 0 9 * * *")
+        if nickname not in _NICKNAMES:
+            raise RuleError(
+                f"unknown nickname {text.strip()!r}: expected one of {', '.join(_NICKNAMES)}"
+            )
+        return _NICKNAMES[nickname]
     fields = text.split()
     if len(fields) != 5:
         raise RuleError(
