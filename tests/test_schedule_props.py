@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
 from dateutil.rrule import rrulestr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -262,6 +263,22 @@ def test_it_agrees_with_a_minute_by_minute_scan_for_cron(
         fires.append(fire)
         fire = next_fire(rule, fire)
     assert fires == brute_force_cron(expression, zone, start, end)
+
+
+# The rules the README names, checked at every change on every run rather than when drawn.
+README_CRONS = ["0 */3 * * *", "30 * * * *", "*/20 * * * *", "*/30 2 * * *", "15 0,1,2,23 * * *"]
+
+
+@pytest.mark.parametrize("expression", README_CRONS)
+@pytest.mark.parametrize(("zone_name", "at_text"), CHANGES)
+def test_it_agrees_with_the_scan_for_the_readme_rules_at_every_change(
+    zone_name: str, at_text: str, expression: str
+) -> None:
+    zone, at = ZoneInfo(zone_name), utc(at_text)
+    start, end = at - timedelta(hours=6), at + timedelta(hours=6)
+    rule = parse_rule("cron", expression, zone, at - timedelta(days=30))
+    found = upcoming(rule, start, 100)
+    assert [fire for fire in found if fire < end] == brute_force_cron(expression, zone, start, end)
 
 
 def walk_from_start(rule: Rule) -> Iterator[datetime]:
