@@ -132,7 +132,7 @@ def add(
         str | None,
         typer.Option(
             metavar="EXPR",
-            help="Repeat by a 5-field cron expression, e.g. '0 9 * * 1-5'.",
+            help="Repeat by a 5-field cron expression or nickname, e.g. '0 9 * * 1-5', @daily.",
             show_default=False,
         ),
     ] = None,
