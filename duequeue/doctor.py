@@ -153,8 +153,8 @@ def secret_check(secret: str | None) -> Check:
             "webhook secret",
             False,
             f"the key is only {len(key)} bytes",
-            f"use {_MIN_KEY} to 64 random bytes as the Standard Webhooks spec asks (README: "
-            "'A webhook secret is ...' shows a one-liner)",
+            f"use {_MIN_KEY} to 64 random bytes as the Standard Webhooks spec asks (docs/"
+            "email-and-webhooks.md, 'The webhook secret', shows a one-liner)",
         )
     return Check("webhook secret", True, f"whsec_ format, {len(key)}-byte key")
 

@@ -17,7 +17,7 @@ def oldest_due_lateness_s(s: Stats, now: int) -> float | None:
 
 
 def stats_json(s: Stats, now: int) -> dict[str, Any]:
-    """Return the stable JSON object of `stats` (README documents every key)."""
+    """Return the stable JSON object of `stats` (docs/reference.md documents every key)."""
     return {
         "at": iso(now),
         "reminders": {

@@ -9,7 +9,7 @@ from duequeue.timefmt import iso, to_ms
 
 
 def reminder_json(v: ReminderView) -> dict[str, Any]:
-    """Return the stable JSON object of one reminder (README documents every key)."""
+    """Return the stable JSON object of one reminder (docs/reference.md documents every key)."""
     return {
         "id": v.id,
         "key": v.key,

@@ -8,7 +8,7 @@ from duequeue.timefmt import iso
 
 
 def history_json(h: History) -> dict[str, Any]:
-    """Return the stable JSON object of `history` (README documents every key)."""
+    """Return the stable JSON object of `history` (docs/reference.md documents every key)."""
     return {
         "reminder": reminder_json(h.reminder),
         "attempts": [

@@ -1,8 +1,8 @@
 """Email over TLS against real loopback aiosmtpd servers with a certificate made at test time.
 
 The certificate is signed by a private CA that the client trusts only through SSL_CERT_FILE,
-the mechanism the README documents; `doctor` and delivery share one connection routine, so each
-case is checked on both where it matters.
+the mechanism docs/email-and-webhooks.md documents; `doctor` and delivery share one connection
+routine, so each case is checked on both where it matters.
 """
 
 import json

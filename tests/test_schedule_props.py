@@ -265,7 +265,7 @@ def test_it_agrees_with_a_minute_by_minute_scan_for_cron(
     assert fires == brute_force_cron(expression, zone, start, end)
 
 
-# The rules the README names, checked at every change on every run rather than when drawn.
+# The rules docs/time.md names, checked at every change on every run rather than when drawn.
 README_CRONS = ["0 */3 * * *", "30 * * * *", "*/20 * * * *", "*/30 2 * * *", "15 0,1,2,23 * * *"]
 
 

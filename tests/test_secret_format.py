@@ -49,7 +49,7 @@ def test_the_example_secrets_are_in_the_form_every_library_reads() -> None:
     assert strict_key(PADDED) == KEY
     assert strict_key("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw") == parse_secret(
         "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-    )  # README's example
+    )  # docs/walkthrough.md's example
 
 
 @given(st.binary(min_size=1, max_size=80), st.text(min_size=1, max_size=20), st.binary())

@@ -25,7 +25,7 @@ _MAX_CHALLENGES = 5  # as smtplib: a server that keeps challenging is broken
 def tls_context() -> ssl.SSLContext:
     """Return the context that verifies the server: system CAs, or SSL_CERT_FILE / SSL_CERT_DIR."""
     # OpenSSL reads SSL_CERT_FILE and SSL_CERT_DIR when the default paths load, which is how a
-    # private CA is trusted (README: "Email over TLS").
+    # private CA is trusted (docs/email-and-webhooks.md: "Email over TLS").
     return ssl.create_default_context()
 
 

@@ -69,8 +69,8 @@ def advice(exc: BaseException) -> str:
     if isinstance(exc, ssl.SSLCertVerificationError):
         return (
             "a certificate from a private CA: set SSL_CERT_FILE to a PEM bundle holding that CA "
-            "and the public ones (README: Email over TLS); a name mismatch: use the host name "
-            "the certificate was issued for in DUEQUEUE_SMTP_URL"
+            "and the public ones (docs/email-and-webhooks.md: Email over TLS); a name mismatch: "
+            "use the host name the certificate was issued for in DUEQUEUE_SMTP_URL"
         )
     if isinstance(exc, ssl.SSLError):
         return (

@@ -157,7 +157,7 @@ class PostgresStore(Store):
             )
 
         # If even the repeat fails, StoreError stops the tick: the row's lease runs out and the
-        # unrecorded target is sent again (README: at least once to the network).
+        # unrecorded target is sent again (docs/guarantees.md: at least once to the network).
         self.session.transact(
             work, what="recording deliveries", repeatable=True, one_statement=True
         )

@@ -492,7 +492,7 @@ def _use_wal(conn: apsw.Connection, path: Path) -> None:
     if not mode or str(mode[0][0]).lower() != "wal":
         raise StoreError(f"database {path}: could not switch to WAL mode")
     # NORMAL is durable against a crash of the process (the WAL is fsynced at checkpoints);
-    # only an OS crash or power cut can lose the last commits. README "Guarantees" says so.
+    # only an OS crash or power cut can lose the last commits. docs/guarantees.md says so.
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
