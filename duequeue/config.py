@@ -27,6 +27,8 @@ class Settings:
     channel_timeout: float = 10.0
     tick_budget: float = 50.0
     concurrency: int = 64
+    # Webhooks in flight to one host:port (endpoints.py): a small receiver keeps up (README).
+    webhook_per_host: int = 8
     tz: str = "UTC"
     busy_timeout: float = 5.0
     webhook_block_private: bool = False

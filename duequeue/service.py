@@ -137,6 +137,7 @@ def run_tick(
         budget_s=settings.tick_budget,
         policy=settings.retry_policy,
         webhook_concurrency=settings.concurrency,
+        webhook_per_host=settings.webhook_per_host,
         channel_timeout=settings.channel_timeout,
         smtp_url=settings.smtp_url,
         email_from=settings.email_from,

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     # Imported where rows are delivered: a tick with nothing due must not pay for them.
     from duequeue.channels.base import Outcome
     from duequeue.commithelper import CommitHelper
+    from duequeue.endpoints import EndpointSlots
     from duequeue.schedule import Rule
 
 
@@ -61,6 +62,8 @@ class TickOptions:
     budget_s: float = 50.0
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     webhook_concurrency: int = 64
+    # Webhooks in flight to one host:port at once (endpoints.py); config.Settings.webhook_per_host.
+    webhook_per_host: int = 8
     channel_timeout: float = 10.0
     smtp_url: str | None = None
     email_from: str | None = None
@@ -212,9 +215,12 @@ class _Run:
     async def deliver(self, rows: Sequence[Claimed]) -> None:
         import asyncio
 
+        from duequeue.channels.base import Message, delivery_id
         from duequeue.channels.dispatch import Dispatcher
         from duequeue.stopsignal import on_stop_signals
 
+        # Kept on the run: an import statement per send costs more than the attribute.
+        self.message, self.delivery_id = Message, delivery_id
         self.loop = asyncio.get_running_loop()
         self.deadline = self.loop.time() + self.options.budget_s
         self.task = asyncio.current_task()
@@ -253,9 +259,10 @@ class _Run:
                         raise  # the database is gone for everyone: leases hand rows back
                     except Exception as exc:
                         self._broke(row, exc)
+                slots = self._endpoint_slots()
                 await asyncio.gather(
                     *(
-                        self._work(queue)
+                        self._work(queue, slots if channel == "webhook" else None)
                         for channel, queue in queues.items()
                         for _ in range(min(workers.get(channel, 1), len(queue)))
                     )
@@ -312,55 +319,86 @@ class _Run:
         if not row.targets:
             self._finish(fire)
 
-    async def _work(self, queue: deque[_Job]) -> None:
-        """Send the targets of one channel's queue, one at a time, until it is empty."""
-        from duequeue.channels.base import Message, delivery_id  # once per worker, not per send
+    def _endpoint_slots(self) -> EndpointSlots[_Job] | None:
+        """Return the per-endpoint bound of the webhook workers; None when it cannot bind."""
+        per_host = self.options.webhook_per_host
+        if per_host >= self.options.webhook_concurrency:
+            return None  # the pool of workers is the tighter bound: no bookkeeping per send
+        from duequeue.endpoints import EndpointSlots
+
+        return EndpointSlots(per_host)
+
+    async def _work(self, queue: deque[_Job], slots: EndpointSlots[_Job] | None) -> None:
+        """Send the targets of one channel's queue until it is empty.
+
+        With `slots`, a target whose endpoint is full is parked and the worker takes the next
+        one; a worker finishing a send takes over the next target parked on that endpoint.
+        """
+        from duequeue.endpoints import endpoint
 
         while queue:
-            fire, i = queue.popleft()
-            row = fire.row
-            if row.id in self.broken:
-                continue  # handed back by _broke
-            try:
-                if self.loop.time() >= self.deadline or self.commit.failed:
-                    # Out of time, stopped, or the store stopped taking outcomes: send nothing
-                    # more. The row is released, and the final flush reports the store's error.
-                    fire.cut = True
-                    self._resolve(fire, i, None)
-                    continue
-                target = row.targets[i]
-                msg = Message(
-                    row.id,
-                    fire.fire_at,
-                    row.subject,
-                    row.body,
-                    fire.data,
-                    delivery_id(row.id, row.fire_at, target.id),
+            job = queue.popleft()
+            if slots is None:
+                await self._send(job)
+                continue
+            fire, i = job
+            key = endpoint(fire.row.targets[i].address)
+            if key is None:
+                await self._send(job)  # not a URL it can bound: the send fails it at once
+                continue
+            if not slots.take(key, job):
+                continue  # parked: a worker busy on that endpoint will take it
+            next_job: _Job | None = job
+            while next_job is not None:
+                await self._send(next_job)
+                next_job = slots.done(key)
+
+    async def _send(self, job: _Job) -> None:
+        """Send one target and record its outcome."""
+        fire, i = job
+        row = fire.row
+        if row.id in self.broken:
+            return  # handed back by _broke
+        try:
+            if self.loop.time() >= self.deadline or self.commit.failed:
+                # Out of time, stopped, or the store stopped taking outcomes: send nothing
+                # more. The row is released, and the final flush reports the store's error.
+                fire.cut = True
+                self._resolve(fire, i, None)
+                return
+            target = row.targets[i]
+            msg = self.message(
+                row.id,
+                fire.fire_at,
+                row.subject,
+                row.body,
+                fire.data,
+                self.delivery_id(row.id, row.fire_at, target.id),
+            )
+            outcome = await self.dispatcher.send(msg, target.channel, target.address)
+            # Queued, not yet committed: the row's write-back or release is queued after
+            # this, and a flush commits outcomes first (groupcommit.py), so the lease
+            # outlives the record.
+            self.commit.record(
+                DeliveryRecord(
+                    reminder_id=row.id,
+                    target_id=target.id,
+                    fire_at=row.fire_at,
+                    outcome=outcome.status,
+                    error=outcome.error,
+                    attempt=row.attempts.get(target.id, 0) + 1,
+                    at=self.clock(),
                 )
-                outcome = await self.dispatcher.send(msg, target.channel, target.address)
-                # Queued, not yet committed: the row's write-back or release is queued after
-                # this, and a flush commits outcomes first (groupcommit.py), so the lease
-                # outlives the record.
-                self.commit.record(
-                    DeliveryRecord(
-                        reminder_id=row.id,
-                        target_id=target.id,
-                        fire_at=row.fire_at,
-                        outcome=outcome.status,
-                        error=outcome.error,
-                        attempt=row.attempts.get(target.id, 0) + 1,
-                        at=self.clock(),
-                    )
-                )
-                if outcome.status == "sent":
-                    self.summary.deliveries_sent += 1
-                else:
-                    self.summary.deliveries_failed += 1
-                self._resolve(fire, i, outcome)
-            except StoreError:
-                raise  # the database is gone for everyone: stop the tick, leases hand rows back
-            except Exception as exc:
-                self._broke(row, exc)
+            )
+            if outcome.status == "sent":
+                self.summary.deliveries_sent += 1
+            else:
+                self.summary.deliveries_failed += 1
+            self._resolve(fire, i, outcome)
+        except StoreError:
+            raise  # the database is gone for everyone: stop the tick, leases hand rows back
+        except Exception as exc:
+            self._broke(row, exc)
 
     def _resolve(self, fire: _Fire, i: int, outcome: Outcome | None) -> None:
         """Take target `i`'s outcome (None: not tried); the last one finishes the row."""

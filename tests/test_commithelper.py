@@ -394,7 +394,11 @@ def test_ctrl_c_to_a_large_ticks_process_group_stops_the_tick_not_its_helper(
     # Its own process group, as a shell gives a foreground job: Ctrl-C signals the whole group.
     proc = subprocess.Popen(
         cli_args("tick", "--json"),
-        env=cli_env(db_path, {"DUEQUEUE_TICK_LIMIT": str(n), **HELPER_FROM_100}),
+        # All 64 workers on this one receiver: no per-host bound below DUEQUEUE_CONCURRENCY.
+        env=cli_env(
+            db_path,
+            {"DUEQUEUE_TICK_LIMIT": str(n), "DUEQUEUE_WEBHOOK_PER_HOST": "64", **HELPER_FROM_100},
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -58,6 +58,8 @@ class AiohttpPoster:
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
+        # No limit_per_host: the tick bounds each endpoint itself (endpoints.py), before the
+        # attempt's timer starts; a wait inside the connector would run down that timer.
         connector = _Connector(limit=self._max_connections, limit_per_host=0)
         self._session = aiohttp.ClientSession(
             connector=connector,
