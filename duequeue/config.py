@@ -153,6 +153,10 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
             raise ConfigError(f"{label}: {raw!r} is not a number") from None
         if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
             raise ConfigError(f"{label}: must be greater than 0, got {raw!r}")
+        if isinstance(value, str) and not _encodable(value):
+            # Bytes that are not UTF-8 (in the environment or argv) arrive as lone surrogates:
+            # no file name, database URL or header can carry them.
+            raise ConfigError(f"{label}: not valid UTF-8 text")
         values[f.name] = value
     settings = Settings(**values)
     settings.retry_policy  # noqa: B018 - validates the backoff table once, up front
@@ -168,6 +172,14 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
 
         parse_smtp_url(settings.smtp_url, env)
     return settings
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
