@@ -216,7 +216,10 @@ def test_a_failing_helper_hands_back_and_nothing_sent_is_forgotten(
 
     # Whatever reached the receiver before the failure is in the ledger: nothing to re-send.
     delivered = collections.Counter(int(i.split("_")[1]) for i in webhook_ids(http))
-    assert 100 < len(delivered) < ROWS
+    # How many sends finish before the failure stops new ones depends on the machine's speed
+    # (on a busy one, all of them can): the test holds the tick to what it promises whatever
+    # that number is: everything delivered is recorded once, and nothing is sent twice.
+    assert 100 < len(delivered) <= ROWS
     assert set(sent_per_row(db_path)) == set(delivered)
     assert set(sent_per_row(db_path).values()) == {1}
     assert helpers_running() == []
