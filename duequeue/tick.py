@@ -171,13 +171,14 @@ def _tick(
 class _Fire:
     """One claimed row's fire while its targets are tried: the outcomes as they come in."""
 
-    __slots__ = ("cut", "data", "fire_at", "left", "outcomes", "row")
+    __slots__ = ("cut", "data", "fire_at", "last_at", "left", "outcomes", "row")
 
     def __init__(self, row: Claimed, fire_at: datetime, data: Any) -> None:
         self.row, self.fire_at, self.data = row, fire_at, data
         self.outcomes: list[Outcome | None] = [None] * len(row.targets)
         self.left = len(row.targets)  # targets still to resolve
         self.cut = False  # some target was not tried: out of time, stopped, or the store failed
+        self.last_at = 0  # when this tick's last attempt of the fire ended (its ledger `at`)
 
 
 # A target of a fire, waiting in its channel's queue: (the fire, the target's index).
@@ -338,6 +339,8 @@ class _Run:
                     delivery_id(row.id, row.fire_at, target.id),
                 )
                 outcome = await self.dispatcher.send(msg, target.channel, target.address)
+                at = self.clock()
+                fire.last_at = max(fire.last_at, at)
                 # Queued, not yet committed: the row's write-back or release is queued after
                 # this, and a flush commits outcomes first (groupcommit.py), so the lease
                 # outlives the record.
@@ -349,7 +352,7 @@ class _Run:
                         outcome=outcome.status,
                         error=outcome.error,
                         attempt=row.attempts.get(target.id, 0) + 1,
-                        at=self.clock(),
+                        at=at,
                     )
                 )
                 if outcome.status == "sent":
@@ -382,10 +385,12 @@ class _Run:
         # (the common case, thousands a tick) needs none.
         failed = any(o.status != "sent" for _, o in tried)
         outcomes = [(_label(t) if failed else "", o) for t, o in tried]
+        # A fire dies when the attempt that killed it ended, not when the tick claimed it.
+        died_at = max(self.now, fire.last_at)
         try:
-            verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes)
+            verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes, died_at)
         except BrokenRuleError as exc:
-            verdict, wb = Verdict.DEAD, _parked(row, str(exc))
+            verdict, wb = Verdict.DEAD, _parked(row, str(exc), died_at)
         self._write(wb, _COUNTERS[verdict])
 
     def _write(self, wb: WriteBack, counter: str) -> None:
@@ -433,9 +438,13 @@ def _label(target: Target) -> str:
 
 
 def _after_attempt(
-    row: Claimed, now: int, policy: RetryPolicy, outcomes: Sequence[tuple[str, Outcome]]
+    row: Claimed,
+    now: int,
+    policy: RetryPolicy,
+    outcomes: Sequence[tuple[str, Outcome]],
+    died_at: int,
 ) -> tuple[Verdict, WriteBack]:
-    """Turn an attempt's outcomes into the row's write-back."""
+    """Turn an attempt's outcomes into the row's write-back; a dead fire died at `died_at`."""
     d = decide(policy, outcomes, row.error_count)
     if d.verdict is Verdict.RETRY:
         assert d.delay_ms is not None
@@ -466,6 +475,7 @@ def _after_attempt(
         dead_letter=dead,
         fired=not dead,
         skipped=skipped,
+        dead_at=died_at if dead else None,
     )
 
 
@@ -506,7 +516,7 @@ def _skip(row: Claimed, now: int) -> WriteBack:
     )
 
 
-def _parked(row: Claimed, error: str) -> WriteBack:
+def _parked(row: Claimed, error: str, died_at: int | None = None) -> WriteBack:
     """Park a row whose rule cannot be evaluated as dead, so inspect --dead shows it."""
     return WriteBack(
         reminder_id=row.id,
@@ -517,6 +527,7 @@ def _parked(row: Claimed, error: str) -> WriteBack:
         last_error=error,
         state="dead",
         dead_letter=True,
+        dead_at=died_at,
     )
 
 

@@ -105,6 +105,9 @@ class WriteBack:
     dead_letter: bool = False  # record fire_at as a dead letter
     fired: bool = False  # fire_at reached at least one target: becomes last_fired_at
     skipped: int = 0  # fires coalesced away after missed ticks
+    # When the fire died: the end of the attempt that killed it, which is later than the tick's
+    # `now` (the claim) by the time its deliveries took. None: the write-back's `now`.
+    dead_at: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,13 +48,13 @@ _WRITE_BACK = """
         last_fired_at = CASE WHEN %(fired)s THEN %(fire)s ELSE last_fired_at END,
         skipped_fires = skipped_fires + %(skipped)s,
         done_at = CASE WHEN %(state)s = 'done' THEN %(now)s END,
-        dead_at = CASE WHEN %(state)s = 'dead' THEN %(now)s END,
+        dead_at = CASE WHEN %(state)s = 'dead' THEN %(dead_at)s END,
         lease_owner = NULL, lease_until = NULL, updated_at = %(now)s
     WHERE id = %(id)s AND lease_owner = %(owner)s
     RETURNING id),
     letter AS (
     INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at)
-    SELECT id, %(fire)s, %(errors)s, %(error)s, %(now)s FROM done WHERE %(dead)s
+    SELECT id, %(fire)s, %(errors)s, %(error)s, %(dead_at)s FROM done WHERE %(dead)s
     ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
         error_count = excluded.error_count, last_error = excluded.last_error,
         dead_at = excluded.dead_at, retried_at = NULL)
@@ -181,6 +181,7 @@ class PostgresStore(Store):
                         "state": w.state,
                         "dead": w.dead_letter,
                         "now": now,
+                        "dead_at": now if w.dead_at is None else w.dead_at,
                         "id": w.reminder_id,
                         "owner": owner,
                     }
