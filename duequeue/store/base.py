@@ -307,6 +307,10 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def pending_channels(self) -> set[str]:
+        """Return the channels (`email`, `webhook`) of the targets of pending reminders."""
+
+    @abstractmethod
     def health(self) -> list[HealthCheck]:
         """Check the database itself (schema version, integrity, journal mode) for `doctor`."""
 

@@ -299,6 +299,13 @@ class PostgresStore(Store):
 
         return self.session.transact(work, what="stats", repeatable=True)
 
+    def pending_channels(self) -> set[str]:
+        def work(cur: Cursor) -> set[str]:
+            cur.execute(shared.PENDING_CHANNELS)
+            return {str(c) for (c,) in cur.fetchall()}
+
+        return self.session.transact(work, what="pending channels", repeatable=True)
+
     def health(self) -> list[HealthCheck]:
         return self.session.transact(
             lambda cur: pg_ops.health(cur, self.session.where, SCHEMA_VERSION),
