@@ -1,4 +1,4 @@
--- duequeue schema, version 2 (SQLite). The single source of truth: applied on first use of a
+-- duequeue schema, version 3 (SQLite). The single source of truth: applied on first use of a
 -- database and shipped inside the wheel. Every time is INTEGER unix milliseconds UTC.
 
 -- 'dque': marks the file as ours, so a foreign SQLite database is refused instead of altered.
@@ -40,6 +40,8 @@ CREATE TABLE targets (
     reminder_id INTEGER NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
     channel     TEXT NOT NULL CHECK (channel IN ('email', 'webhook')),
     address     TEXT NOT NULL,
+    disabled_at INTEGER,                   -- version 3: its endpoint answered 410 Gone; skipped
+    disabled_reason TEXT,
     UNIQUE (reminder_id, channel, address)
 );
 
@@ -72,4 +74,25 @@ CREATE TABLE dead_letters (
     UNIQUE (reminder_id, fire_at)
 );
 
-PRAGMA user_version = 2;
+-- Version 3. Per-target retries: a target that failed on a fire other targets got (partial
+-- success) retries that fire on its own, on the backoff table, while its row moves on; sent,
+-- it is deleted, and out of retries it becomes a dead letter of that fire.
+CREATE TABLE target_retries (
+    id          INTEGER PRIMARY KEY,
+    reminder_id INTEGER NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
+    target_id   INTEGER NOT NULL REFERENCES targets (id) ON DELETE CASCADE,
+    fire_at     INTEGER NOT NULL,
+    error_count INTEGER NOT NULL,      -- failed attempts of this target at this fire
+    last_error  TEXT,
+    next_try_at INTEGER NOT NULL,
+    lease_until INTEGER,
+    lease_owner TEXT,
+    created_at  INTEGER NOT NULL,
+    UNIQUE (target_id, fire_at)
+);
+
+CREATE INDEX target_retries_due ON target_retries (next_try_at, id);
+CREATE INDEX target_retries_reminder ON target_retries (reminder_id, fire_at);
+CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT NULL;
+
+PRAGMA user_version = 3;

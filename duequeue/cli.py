@@ -9,15 +9,17 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
-from duequeue import entrypoint
+from duequeue import cli_shell, entrypoint
 from duequeue.entrypoint import now as _now
 from duequeue.entrypoint import run_tick
 from duequeue.errors import DuequeueError
 
-app = typer.Typer(
+app = cli_shell.Typer(
     name="duequeue",
+    cls=cli_shell.Group,
     help="Deliver reminders on time from cron: email and signed webhooks, never twice.",
-    no_args_is_help=True,
+    invoke_without_command=True,  # bare `duequeue` prints help on stdout, exit 0 (_root)
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -48,14 +50,18 @@ def _settings(ctx: typer.Context, **flags: Any) -> Any:
     return load_settings({"db": root.get("db"), **flags}, config_file=root.get("config"))
 
 
-def _store(settings: Any) -> Any:
+def _store(settings: Any, create: bool = False) -> Any:
+    """Open the database; only commands that add reminders create a missing one."""
     from duequeue.store import open_store
 
-    return open_store(settings.db, settings.busy_timeout)
+    # A read-only command on a mistyped path must fail, not leave an empty database behind
+    # (a cron `stats --prometheus` would publish its zeros).
+    return open_store(settings.db, settings.busy_timeout, create=create)
 
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     db: Annotated[
         str | None,
         typer.Option(
@@ -75,8 +81,20 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=cli_shell.print_version,
+            help="Print the version and exit.",
+        ),
+    ] = False,
 ) -> None:
     """Deliver reminders on time from cron: email and signed webhooks, never twice."""
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
 
 
 @app.command()
@@ -115,7 +133,7 @@ def add(
         str | None,
         typer.Option(
             metavar="EXPR",
-            help="Repeat by a 5-field cron expression, e.g. '0 9 * * 1-5'.",
+            help="Repeat by a 5-field cron expression or nickname, e.g. '0 9 * * 1-5', @daily.",
             show_default=False,
         ),
     ] = None,
@@ -136,7 +154,9 @@ def add(
     data: Annotated[
         str | None,
         typer.Option(
-            metavar="JSON", help="JSON passed through to webhooks (max 16 KiB).", show_default=False
+            metavar="JSON",
+            help="JSON passed through to webhooks (max 16 KiB, 64 levels deep; no NaN/Infinity).",
+            show_default=False,
         ),
     ] = None,
     key: Annotated[
@@ -200,7 +220,7 @@ def add(
 
         typer.echo(output.fires_text(reminder.tz, fires))
         return
-    store = _store(settings)
+    store = _store(settings, create=True)
     try:
         from duequeue.timefmt import to_ms
 
@@ -302,9 +322,11 @@ def inspect(
 
         typer.echo(json.dumps([output.reminder_json(v) for v in views], indent=2))
     elif not views:
-        typer.echo(f"no {view} reminders")
+        typer.echo("no reminders" if view == "all" else f"no {view} reminders")
     else:
-        typer.echo(output.reminder_table(views, f"{view} reminders"))
+        from duequeue.table import terminal_width
+
+        typer.echo(output.reminder_table(views, terminal_width()))
 
 
 @app.command("next")
@@ -368,8 +390,8 @@ def migrate(
     copied = service.migrate(settings.db, to)
     typer.echo(
         f"migrated {copied.reminders} reminders, {copied.targets} targets, "
-        f"{copied.deliveries} deliveries, {copied.dead_letters} dead letters "
-        f"from {settings.db} to {safe_url(to)}"
+        f"{copied.deliveries} deliveries, {copied.dead_letters} dead letters, "
+        f"{copied.target_retries} target retries from {settings.db} to {safe_url(to)}"
     )
 
 

@@ -16,7 +16,9 @@ from duequeue.errors import BadInputError
 from duequeue.store.base import Change
 from duequeue.timefmt import iso, to_ms
 
-IDS = Annotated[list[int] | None, typer.Argument(help="Reminder ids.", show_default=False)]
+IDS = Annotated[
+    list[int] | None, typer.Argument(metavar="ID", help="Reminder ids.", show_default=False)
+]
 JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
@@ -28,7 +30,10 @@ def _echo_json(value: Any) -> None:
 @_errors_to_exit
 def import_(
     ctx: typer.Context,
-    file: Annotated[str, typer.Argument(help="JSON Lines file, one reminder a line; - is stdin.")],
+    file: Annotated[
+        str,
+        typer.Argument(metavar="FILE", help="JSON Lines file, one reminder a line; - is stdin."),
+    ],
     as_json: JSON = False,
 ) -> None:
     """Add reminders from JSON Lines, all or nothing; existing keys are skipped."""
@@ -58,7 +63,7 @@ def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
 
     def write(reminders: list[Any]) -> Any:
         # Validated before the database is opened: a bad line writes nothing, creates nothing.
-        store = _store(settings)
+        store = _store(settings, create=True)
         try:
             return ops.import_reminders(store, reminders, now)
         finally:
@@ -95,7 +100,9 @@ def history(
     if as_json:
         _echo_json(output_ops.history_json(found))
     else:
-        typer.echo(output_ops.history_text(found))
+        from duequeue.table import terminal_width
+
+        typer.echo(output_ops.history_text(found, terminal_width()))
 
 
 @app.command()
@@ -137,6 +144,23 @@ def cancel(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
     finally:
         store.close()
     _changes(changes, "cancelled", as_json)
+
+
+@app.command()
+@_errors_to_exit
+def enable(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
+    """Switch back on the targets disabled after their endpoint answered 410 Gone."""
+    from duequeue import ops
+
+    if not ids:
+        raise BadInputError("ID: give at least one reminder id")
+    settings = _settings(ctx)
+    store = _store(settings)
+    try:
+        changes = ops.enable(store, ids, _now())
+    finally:
+        store.close()
+    _changes(changes, "enabled", as_json)
 
 
 def _changes(changes: list[Change], verb: str, as_json: bool) -> None:
@@ -252,7 +276,7 @@ def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
     from duequeue import doctor as checks
     from duequeue.store import open_store
 
-    found = checks.run(lambda: _settings(ctx), open_store)
+    found = checks.run(lambda: _settings(ctx), lambda db: open_store(db, create=False))
     ok = all(c.ok for c in found)
     if as_json:
         _echo_json(
@@ -282,6 +306,7 @@ def worker(
     limit: Annotated[
         int | None,
         typer.Option(
+            metavar="N",
             min=1,
             help="Most rows one tick takes (default DUEQUEUE_TICK_LIMIT).",
             show_default=False,
@@ -296,11 +321,13 @@ def worker(
 
     interval = parse_duration(every, "--every").total_seconds()
     settings = _settings(ctx)
-    _store(settings).close()  # a database that cannot open stops the worker now, with exit 1
+    # A database that cannot open stops the worker now, with exit 1; like `tick`, the worker
+    # creates a missing one (cron or systemd may start before the first `add`).
+    _store(settings, create=True).close()
 
     def one_tick() -> str:
         now = _now()
-        store = _store(settings)
+        store = _store(settings, create=True)
         try:
             summary = service.run_tick(store, settings, now, _clock_ms, limit)
         finally:

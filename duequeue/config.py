@@ -27,6 +27,8 @@ class Settings:
     channel_timeout: float = 10.0
     tick_budget: float = 50.0
     concurrency: int = 64
+    # Webhooks in flight to one host:port (endpoints.py): a small receiver keeps up (README).
+    webhook_per_host: int = 8
     tz: str = "UTC"
     busy_timeout: float = 5.0
     webhook_block_private: bool = False
@@ -180,6 +182,10 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
             raise ConfigError(f"{label}: {raw!r} is not a number") from None
         if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
             raise ConfigError(f"{label}: must be greater than 0, got {raw!r}")
+        if isinstance(value, str) and not _encodable(value):
+            # Bytes that are not UTF-8 (in the environment or argv) arrive as lone surrogates:
+            # no file name, database URL or header can carry them.
+            raise ConfigError(f"{label}: not valid UTF-8 text")
         values[f.name] = value
     settings = Settings(**values)
     settings.retry_policy  # noqa: B018 - validates the backoff table once, up front
@@ -226,6 +232,14 @@ def _check_zone(name: str) -> None:
             f"DUEQUEUE_TZ: unknown time zone {name!r}: give an IANA name such as "
             f"Europe/Berlin (tz data {zones.in_use().describe()})"
         ) from None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _TRUE = frozenset({"1", "true", "yes", "on"})

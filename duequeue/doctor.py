@@ -53,7 +53,7 @@ def _setting_name(message: str) -> str:
 
 def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
     """Check that the database exists, opens as duequeue's, and is healthy."""
-    if "://" not in db and not Path(db).exists():
+    if "://" not in db and not _exists(Path(db)):
         return [
             Check(
                 "database",
@@ -88,6 +88,13 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
         store.close()
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a directory this user cannot enter: opening it explains which and why
+        return True
+
+
 def smtp_checks(settings: Any) -> list[Check]:
     """Connect to the SMTP server and say EHLO and NOOP, sending nothing."""
     if not settings.smtp_url:
@@ -111,8 +118,7 @@ def smtp_checks(settings: Any) -> list[Check]:
                 "smtp",
                 False,
                 smtpprobe.describe(exc, settings.smtp_url),
-                "start the SMTP server or correct DUEQUEUE_SMTP_URL (host, port, scheme, "
-                "user and password)",
+                smtpprobe.advice(exc),
             )
         )
     if not settings.email_from:
@@ -155,15 +161,26 @@ def email_targets_check(settings: Any, open_store: Callable[[str], Any]) -> list
 
 
 def secret_check(secret: str | None) -> Check:
-    """Check the webhook secret's format."""
+    """Check the webhook secret's format and key length."""
     if secret is None:
         return Check("webhook secret", True, "not set: webhooks are sent unsigned")
-    from duequeue.channels.signing import parse_secret
+    from duequeue.channels.signing import padding_missing, parse_secret
 
     try:
         key = parse_secret(secret)
     except ConfigError as exc:  # pragma: no cover - settings validation rejects it first
         return Check("webhook secret", False, str(exc), "set whsec_ followed by base64")
+    missing = "=" * padding_missing(secret)
+    if missing:
+        # duequeue signs fine with it; the receivers given the same text may not.
+        return Check(
+            "webhook secret",
+            False,
+            f"the base64 lacks its '{missing}' padding: the Go, Rust, C# and Elixir Standard "
+            "Webhooks libraries refuse it",
+            f"append '{missing}' to the secret here and at every receiver (same key, same "
+            "signatures)",
+        )
     return Check("webhook secret", True, f"whsec_ format, {len(key)}-byte key")
 
 

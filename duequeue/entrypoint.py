@@ -26,6 +26,16 @@ def clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def degrade_unencodable_output() -> None:
+    """Print a character the terminal's charset lacks as ? instead of crashing on it."""
+    # PYTHONIOENCODING=latin-1 or an ASCII locale would otherwise end `inspect` with a
+    # UnicodeEncodeError at the first subject in another script; --json output is ASCII anyway.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and (stream.encoding or "").lower().replace("-", "") != "utf8":
+            reconfigure(errors="replace")
+
+
 def run_tick(db: str | None, config: str | None, limit: int | None, as_json: bool) -> None:
     """Run one tick with the effective settings and print its summary."""
     from duequeue import service
@@ -53,6 +63,7 @@ def run_tick(db: str | None, config: str | None, limit: int | None, as_json: boo
 
 def main() -> None:
     """Run the CLI (the console script entry point)."""
+    degrade_unencodable_output()
     from duequeue.fastargs import tick_args
 
     args = tick_args(sys.argv[1:])

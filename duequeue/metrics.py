@@ -30,6 +30,8 @@ def stats_json(s: Stats, now: int) -> dict[str, Any]:
         "retrying": s.retrying,
         "leased": s.leased,
         "dead_letters": s.dead_letters,
+        "retrying_targets": s.retrying_targets,
+        "disabled_targets": s.disabled_targets,
         "oldest_due_lateness_s": oldest_due_lateness_s(s, now),
         "deliveries": {
             "last_hour": {"sent": s.sent_last_hour, "failed": s.failed_last_hour},
@@ -46,6 +48,8 @@ def stats_lines(s: Stats, now: int) -> list[str]:
         f"due now: {s.due} (oldest waiting {'-' if late is None else f'{late:.1f}s'}); "
         f"retrying: {s.retrying}; leased by a tick: {s.leased}",
         f"dead letters awaiting retry: {s.dead_letters}",
+        f"targets retrying a fire on their own: {s.retrying_targets}; "
+        f"disabled (410 Gone): {s.disabled_targets}",
         f"deliveries, last hour: {s.sent_last_hour} sent, {s.failed_last_hour} failed; "
         f"last day: {s.sent_last_day} sent, {s.failed_last_day} failed",
     ]
@@ -76,6 +80,16 @@ def prometheus_text(s: Stats, now: int) -> str:
             "duequeue_dead_letters",
             "Dead-lettered fires awaiting retry (what inspect --dead lists).",
             [("", s.dead_letters)],
+        ),
+        (
+            "duequeue_retrying_targets",
+            "Failed targets of a partial success retrying their fire on their own.",
+            [("", s.retrying_targets)],
+        ),
+        (
+            "duequeue_disabled_targets",
+            "Targets switched off after their endpoint answered 410 Gone.",
+            [("", s.disabled_targets)],
         ),
         (
             "duequeue_oldest_due_lateness_seconds",

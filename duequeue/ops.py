@@ -9,6 +9,7 @@ from duequeue.store.base import (
     Change,
     DeadLetter,
     NewReminder,
+    PendingRetry,
     PruneCounts,
     ReminderView,
     Stats,
@@ -52,6 +53,7 @@ class History:
     reminder: ReminderView
     attempts: list[Attempt]
     dead_letters: list[DeadLetter]
+    retries: list[PendingRetry]  # failed targets of a partial success still retrying
 
 
 def history(store: Store, reminder_id: int) -> History:
@@ -64,7 +66,9 @@ def history(store: Store, reminder_id: int) -> History:
         Attempt(d.at, d.fire_at, targets.get(d.target_id), d.outcome, d.error, d.attempt)
         for d in store.deliveries(reminder_id)
     ]
-    return History(view, attempts, store.dead_letters(reminder_id))
+    return History(
+        view, attempts, store.dead_letters(reminder_id), store.pending_retries(reminder_id)
+    )
 
 
 def cancel(store: Store, ids: Sequence[int], now: datetime) -> list[Change]:
@@ -73,6 +77,16 @@ def cancel(store: Store, ids: Sequence[int], now: datetime) -> list[Change]:
         raise BadInputError("ID: give at least one reminder id")
     try:
         return store.cancel(ids, to_ms(now))
+    except NotFoundError as exc:
+        raise NotFoundError(f"ID: {exc}") from exc
+
+
+def enable(store: Store, ids: Sequence[int], now: datetime) -> list[Change]:
+    """Switch back on the targets that were disabled after a 410 Gone."""
+    if not ids:
+        raise BadInputError("ID: give at least one reminder id")
+    try:
+        return store.enable_targets(ids, to_ms(now))
     except NotFoundError as exc:
         raise NotFoundError(f"ID: {exc}") from exc
 

@@ -1,6 +1,5 @@
 """Render reminders and summaries for people (tables) and scripts (stable JSON)."""
 
-import io
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -15,7 +14,10 @@ def reminder_json(v: ReminderView) -> dict[str, Any]:
         "id": v.id,
         "key": v.key,
         "subject": v.subject,
-        "targets": [{"channel": t.channel, "address": t.address} for t in v.targets],
+        "targets": [
+            {"channel": t.channel, "address": t.address, "disabled_at": iso(t.disabled_at)}
+            for t in v.targets
+        ],
         "rrule": v.rule if v.rule_kind == "rrule" else None,
         "cron": v.rule if v.rule_kind == "cron" else None,
         "tz": v.tz,
@@ -61,28 +63,33 @@ def fires_text(tz: str, fires: Sequence[datetime]) -> str:
     return "\n".join(lines)
 
 
-def reminder_table(views: Sequence[ReminderView], title: str) -> str:
-    """Return a human table of reminders, as text."""
-    from rich.console import Console
-    from rich.table import Table
+def reminder_table(views: Sequence[ReminderView], width: int | None) -> str:
+    """Return a plain-text table of reminders, fitted to `width` columns when given."""
+    from duequeue import table
 
-    table = Table(title=title, title_justify="left", expand=False)
     columns = ("id", "subject", "targets", "rule", "state", "fire", "late", "errors", "last error")
-    for column in columns:
-        table.add_column(column, overflow="fold")
+    rows = []
     for v in views:
         fire = v.dead_fire_at if v.dead_fire_at is not None else v.next_fire_at
-        table.add_row(
-            str(v.id),
-            v.subject,
-            "\n".join(f"{t.channel}:{t.address}" for t in v.targets),
-            f"{v.rule_kind}: {v.rule} ({v.tz})" if v.rule else f"once ({v.tz})",
-            "dead" if v.dead_fire_at is not None else v.state,
-            iso(fire) or "-",
-            "-" if (late := _lateness(v)) is None else f"{late:.1f}s",
-            str(v.error_count),
-            v.last_error or "",
+        rows.append(
+            (
+                str(v.id),
+                v.subject,
+                ", ".join(
+                    f"{t.channel}:{t.address}" + (" (disabled: 410 Gone)" if t.disabled_at else "")
+                    for t in v.targets
+                ),
+                f"{v.rule_kind}: {v.rule} ({v.tz})" if v.rule else f"once ({v.tz})",
+                "dead" if v.dead_fire_at is not None else v.state,
+                _seconds(iso(fire)),
+                "-" if (late := _lateness(v)) is None else f"{late:.1f}s",
+                str(v.error_count),
+                v.last_error or "",
+            )
         )
-    buffer = io.StringIO()
-    Console(width=160, file=buffer, color_system=None).print(table)
-    return buffer.getvalue().rstrip("\n")
+    return table.render(columns, rows, width, wrap=("subject", "targets", "rule", "last error"))
+
+
+def _seconds(stamp: str | None) -> str:
+    """Return an ISO instant to the second: milliseconds cost a table column four places."""
+    return "-" if stamp is None else stamp[:19] + "Z"

@@ -1,6 +1,5 @@
 """Render `history` for people (tables) and scripts (stable JSON)."""
 
-import io
 from typing import Any
 
 from duequeue.ops import History
@@ -35,48 +34,76 @@ def history_json(h: History) -> dict[str, Any]:
             }
             for d in h.dead_letters
         ],
+        "target_retries": [
+            {
+                "fire_at": iso(r.fire_at),
+                "target": _target(h, r.target_id),
+                "error_count": r.error_count,
+                "last_error": r.last_error,
+                "next_try_at": iso(r.next_try_at),
+            }
+            for r in h.retries
+        ],
     }
 
 
-def history_text(h: History) -> str:
-    """Return `history` as a heading and tables, as text."""
-    from rich.console import Console
-    from rich.table import Table
+def _target(h: History, target_id: int) -> dict[str, str] | None:
+    found = [t for t in h.reminder.targets if t.id == target_id]
+    return {"channel": found[0].channel, "address": found[0].address} if found else None
+
+
+def history_text(h: History, width: int | None) -> str:
+    """Return `history` as a heading and plain-text tables, fitted to `width` when given."""
+    from duequeue import table
 
     r = h.reminder
-    buffer = io.StringIO()
-    console = Console(width=160, file=buffer, color_system=None)
-    console.print(
-        f"reminder {r.id} {r.subject!r}: {r.state}, next fire {iso(r.next_fire_at) or '-'}",
-        highlight=False,
-    )
+    parts = [f"reminder {r.id} {r.subject!r}: {r.state}, next fire {iso(r.next_fire_at) or '-'}"]
     if h.attempts:
-        table = Table(title="attempts", title_justify="left")
-        for column in ("at", "fire", "target", "outcome", "attempt", "error"):
-            table.add_column(column, overflow="fold")
-        for a in h.attempts:
-            table.add_row(
-                iso(a.at),
-                iso(a.fire_at),
+        rows = [
+            (
+                iso(a.at) or "",
+                iso(a.fire_at) or "",
                 "-" if a.target is None else f"{a.target.channel}:{a.target.address}",
                 a.outcome,
                 str(a.attempt),
                 a.error or "",
             )
-        console.print(table)
+            for a in h.attempts
+        ]
+        columns = ("at", "fire", "target", "outcome", "attempt", "error")
+        parts += ["", "attempts", table.render(columns, rows, width, wrap=("target", "error"))]
     else:
-        console.print("no delivery attempts yet")
+        parts.append("no delivery attempts yet")
     if h.dead_letters:
-        table = Table(title="dead letters", title_justify="left")
-        for column in ("fire", "died", "errors", "last error", "retried"):
-            table.add_column(column, overflow="fold")
-        for d in h.dead_letters:
-            table.add_row(
-                iso(d.fire_at),
-                iso(d.dead_at),
+        dead = [
+            (
+                iso(d.fire_at) or "",
+                iso(d.dead_at) or "",
                 str(d.error_count),
                 d.last_error or "",
                 iso(d.retried_at) or "-",
             )
-        console.print(table)
-    return buffer.getvalue().rstrip("\n")
+            for d in h.dead_letters
+        ]
+        headers = ("fire", "died", "errors", "last error", "retried")
+        parts += ["", "dead letters", table.render(headers, dead, width, wrap=("last error",))]
+    if h.retries:
+        retrying = []
+        for t in h.retries:
+            target = _target(h, t.target_id)
+            retrying.append(
+                (
+                    iso(t.fire_at) or "",
+                    "-" if target is None else f"{target['channel']}:{target['address']}",
+                    str(t.error_count),
+                    iso(t.next_try_at) or "",
+                    t.last_error or "",
+                )
+            )
+        headers = ("fire", "target", "errors", "next try", "last error")
+        parts += [
+            "",
+            "target retries (of a partial success)",
+            table.render(headers, retrying, width, wrap=("last error",)),
+        ]
+    return "\n".join(parts)

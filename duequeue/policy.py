@@ -79,11 +79,26 @@ def decide(
     failures = error_count + 1
     if verdict is Verdict.DEAD or failures >= policy.max_errors:
         return Decision(Verdict.DEAD, failures, None, _summary("", failed))
-    delay = policy.delay_after(failures)
-    asked = max((o.retry_after or 0.0 for _, o in failed), default=0.0)
-    # Retry-After is a floor: never come back sooner than the server asked.
-    delay = max(delay, round(asked * 1000))
+    delay = _delay(policy, failures, [o for _, o in failed])
     return Decision(Verdict.RETRY, failures, delay, _summary("", failed))
+
+
+def retry_target(policy: RetryPolicy, outcome: Outcome, failures: int) -> int | None:
+    """Return the wait in ms before a failed target of a partial success tries its fire again
+    on its own, `failures` failed attempts in; None when it is a dead letter instead.
+
+    The row has moved on (the targets that got the fire must never get it twice), so the
+    failed target keeps the same retry budget and backoff a whole fire would have had.
+    """
+    if outcome.status == "permanent" or failures >= policy.max_errors:
+        return None
+    return _delay(policy, failures, [outcome])
+
+
+def _delay(policy: RetryPolicy, failures: int, failed: Sequence[Outcome]) -> int:
+    asked = max((o.retry_after or 0.0 for o in failed), default=0.0)
+    # Retry-After is a floor: never come back sooner than the server asked.
+    return max(policy.delay_after(failures), round(asked * 1000))
 
 
 def _summary(prefix: str, failed: Sequence[tuple[str, Outcome]]) -> str:

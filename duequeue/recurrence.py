@@ -7,14 +7,18 @@ longer, or with any BYxxx part (BYHOUR names an hour, BYDAY a day, both on the l
 and a cron expression whose hour field does not start with '*'. They are generated on naive wall
 time and each wall time is resolved by `resolve_wall`: one skipped by a gap fires once at the first
 instant after the gap, a repeated one fires once at its first occurrence. Wall times that resolve to
-the same instant fire once.
+the same instant fire once. A rule's fires are the instants its wall times resolve to, at or after
+its start; so a start at the very end of a gap also fires the rule's wall times inside that gap,
+once, at the start itself. That is how a start named inside a gap (02:30) keeps its place: it is
+stored as the gap's end (03:00) with the rule's time written out (`pin_start`).
 
 Elapsed-time rules fire every N hours, minutes or seconds of real time: an RRULE with FREQ of
 HOURLY, MINUTELY or SECONDLY and no BYxxx part is generated on a fixed-offset timeline anchored at
 DTSTART (UTC shifted by DTSTART's offset), so it keeps its real-time cadence through both copies of
 a repeated hour and through a gap. A cron expression whose hour field starts with '*' ('*', '*/2')
-fires at every real instant whose wall time matches its fields: both copies of a repeated hour fire,
-and across a whole-hour change nothing is lost because the gap's minutes never exist. cronsim 2.8
+fires at every real instant whose wall time matches its fields, so both copies of a repeated hour
+fire; a matching wall time that a gap skips fires at the instant the offset before the change gives
+it (what the clock would have shown had it not changed), once. cronsim 2.8
 mimics Debian for its fixed-time case, but it treats a '*' minute with a fixed hour as a wildcard
 job and can skip a match after a 30-minute gap (Australia/Lord_Howe), so it is only used to match
 fields on naive time; the zone handling is here.
@@ -29,7 +33,7 @@ from zoneinfo import ZoneInfo
 from cronsim import CronSim, CronSimError
 from dateutil.rrule import rrule, rrulestr
 
-from duequeue.wallclock import next_transition, resolve_wall, to_wall, utc_offset
+from duequeue.wallclock import gap_ending_at, next_transition, resolve_wall, to_wall, utc_offset
 
 
 class RuleError(ValueError):
@@ -172,23 +176,34 @@ class RRuleSeries:
         self._interval = int(parts.get("INTERVAL", "1"))
         self._single = not has_by and self._freq not in ("MONTHLY", "YEARLY")
         self._wkst = _WEEKDAYS.index(parts.setdefault("WKST", "MO"))
-        body = ";".join(f"{name}={value}" for name, value in _explicit(parts, self._start).items())
-        try:
-            parsed = rrulestr(body, dtstart=self._start)
-        except (ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
-            raise RuleError(f"invalid rule {text!r} ({exc})") from exc
-        if not isinstance(parsed, rrule):  # pragma: no cover - one line never makes a set
-            raise RuleError(f"invalid rule {text!r}")
-        self._rule = parsed
+        explicit = _explicit(parts, self._start)
+        self._rule = _parse(explicit, self._start, text)
+        # The rule's wall times inside a gap that ends exactly at DTSTART resolve to DTSTART
+        # itself, so they fire there, once: this is how a start named inside a gap fires.
+        self._head = 0
+        gap_start = None if elapsed else gap_ending_at(self._dtstart, tz)
+        if gap_start is not None:
+            self._head = _count_walls(explicit, gap_start, self._start, text)
+        if self._head and self._count is not None:
+            self._count -= self._head
+            explicit["COUNT"] = str(max(self._count, 1))
+            self._rule = _parse(explicit, self._start, text)
 
     def fires_after(self, after: datetime) -> Iterator[datetime]:
         """Yield the fires strictly after an aware instant, in increasing order, as UTC."""
         # A wall time at or before after's own resolves at or before after, so start there.
         lower = None if after < self._dtstart else self._to_naive(after)
+        last = after
+        if self._head and lower is None:
+            if self._until is not None and self._dtstart > self._until:
+                return
+            yield self._dtstart
+            last = self._dtstart
+        if self._count is not None and self._count <= 0:
+            return
         rule = self._rule if lower is None else self._restart(lower)
         if rule is None:
             return
-        last = after
         for wall in rule:
             if lower is not None and wall <= lower:
                 continue
@@ -248,6 +263,45 @@ class RRuleSeries:
         return (naive - self._offset).replace(tzinfo=UTC)
 
 
+def _parse(parts: dict[str, str], start: datetime, text: str) -> rrule:
+    """Return dateutil's rule for explicit parts and a naive DTSTART."""
+    body = ";".join(f"{name}={value}" for name, value in parts.items())
+    try:
+        parsed = rrulestr(body, dtstart=start)
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
+        raise RuleError(f"invalid rule {text!r} ({exc})") from exc
+    if not isinstance(parsed, rrule):  # pragma: no cover - one line never makes a set
+        raise RuleError(f"invalid rule {text!r}")
+    return parsed
+
+
+def _count_walls(parts: dict[str, str], low: datetime, high: datetime, text: str) -> int:
+    """Return how many wall times the rule, walked from low, has in [low, high)."""
+    uncounted = {name: value for name, value in parts.items() if name != "COUNT"}
+    walls = 0
+    for wall in _parse(uncounted, low, text):
+        if wall >= high:
+            break
+        walls += 1
+    return walls
+
+
+def pin_start(text: str, wall: datetime, shown: datetime) -> str:
+    """Return RRULE text with the parts it takes from a DTSTART wall time written out.
+
+    A start named inside a gap (wall, 02:30) is stored as the instant the gap ends, whose wall
+    time (shown, 03:00) would give the rule other values; written into the rule, the named
+    wall time is kept. Text that the two would not change is returned as it is.
+    """
+    parts = _rrule_parts(text)
+    if parts["FREQ"] in _ELAPSED_FREQS and not any(name.startswith("BY") for name in parts):
+        return normalize_rrule(text)  # counts real time from the start; no wall time to keep
+    pinned = _explicit(parts, wall)
+    if pinned == _explicit(parts, shown):
+        return normalize_rrule(text)
+    return ";".join(f"{name}={value}" for name, value in pinned.items())
+
+
 def _explicit(parts: dict[str, str], start: datetime) -> dict[str, str]:
     """Return parts with the values dateutil would take from DTSTART written out."""
     freq = _FREQ_ORDER.index(parts["FREQ"])
@@ -278,8 +332,30 @@ def rrule_series(text: str, tz: ZoneInfo, dtstart: datetime) -> RRuleSeries:
     return RRuleSeries(text, tz, dtstart)
 
 
+# Debian cron's nicknames, stored as what they stand for. @hourly has a '*' hour, so it follows
+# real elapsed time like '0 * * * *'; the others name a wall-clock time.
+_NICKNAMES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
 def normalize_cron(text: str) -> str:
-    """Check a 5-field cron expression and return it with single spaces between fields."""
+    """Check a 5-field cron expression or nickname; return the fields with single spaces."""
+    nickname = text.strip().lower()
+    if nickname.startswith("@"):
+        if nickname == "@reboot":
+            raise RuleError(f"{text.strip()!r} names no time; give one such as @daily or 0 9 * * *")
+        if nickname not in _NICKNAMES:
+            raise RuleError(
+                f"unknown nickname {text.strip()!r}: expected one of {', '.join(_NICKNAMES)}"
+            )
+        return _NICKNAMES[nickname]
     fields = text.split()
     if len(fields) != 5:
         raise RuleError(
@@ -315,9 +391,18 @@ def _named_cron(expression: str, tz: ZoneInfo, after: datetime) -> Iterator[date
 
 def _elapsed_cron(expression: str, tz: ZoneInfo, after: datetime) -> Iterator[datetime]:
     # Between two offset changes wall time is UTC plus a constant, so match the fields on that
-    # naive timeline; a candidate past the next change is retried from the change itself.
-    start = after.astimezone(UTC)
-    inclusive = False
+    # naive timeline; a candidate past the next change is retried from the change itself. A
+    # change that skips wall time leaves a window as long as the gap after it, in which the
+    # skipped wall times fire at the instants the old offset gives them (00:00 -04 on a
+    # Santiago spring-forward night is 01:00 -03): so `0 */3 * * *` loses nothing in a gap.
+    after = after.astimezone(UTC)
+    start, inclusive = after, False
+    recent = next_transition(tz, after - _DAY, after)
+    if recent is not None:
+        old, new = utc_offset(tz, recent - _TICK), utc_offset(tz, recent)
+        if new > old and after < recent + (new - old):
+            yield from _gap_window(expression, recent, old, new, after)
+            start, inclusive = recent + (new - old), True
     while True:
         offset = utc_offset(tz, start)
         naive = (start + offset).replace(tzinfo=None)
@@ -329,5 +414,29 @@ def _elapsed_cron(expression: str, tz: ZoneInfo, after: datetime) -> Iterator[da
         if change is None:
             yield candidate
             start, inclusive = candidate, False
+            continue
+        new = utc_offset(tz, change)
+        if new > offset:
+            yield from _gap_window(expression, change, offset, new, start)
+            start, inclusive = change + (new - offset), True
         else:
             start, inclusive = change, True
+
+
+def _gap_window(
+    expression: str, change: datetime, old: timedelta, new: timedelta, after: datetime
+) -> Iterator[datetime]:
+    """Yield the fires after `after` in [change, change + gap) of a change from old to new.
+
+    They come from two timelines: the wall times the gap skipped, read with the old offset,
+    and the wall times after the gap, read with the new one. An instant both give fires once.
+    """
+    end = change + (new - old)
+    fires: set[datetime] = set()
+    for offset in (old, new):
+        for wall in CronSim(expression, (change + offset).replace(tzinfo=None) - _TICK):
+            instant = (wall - offset).replace(tzinfo=UTC)
+            if instant >= end:
+                break
+            fires.add(instant)
+    yield from sorted(fire for fire in fires if fire > after)

@@ -8,7 +8,10 @@ wall time in the reminder's zone, and DST follows Debian cron for RRULE and cron
   repeated wall time once, at its first occurrence. 08:00 stays 08:00 on both sides of a change.
 - Every-N rules (RRULE HOURLY, MINUTELY or SECONDLY without BYxxx; cron whose hour field starts
   with '*') follow real elapsed time: they fire in both copies of a repeated hour and lose nothing
-  in a gap.
+  in a gap (cron fires a skipped match at the instant the offset before the gap gives it).
+- A named RRULE whose --at is a wall time skipped by a gap (02:30 on a spring-forward night) fires
+  first at the gap's end and keeps that wall time afterwards: the stored start is an instant,
+  which cannot say 02:30, so the parts the rule takes from its start are written into its text.
 
 `duequeue.recurrence` has the details; `duequeue.wallclock` the wall-time arithmetic.
 """
@@ -26,10 +29,11 @@ from duequeue.recurrence import (
     cron_fires_after,
     normalize_cron,
     normalize_rrule,
+    pin_start,
     rrule_series,
 )
 from duequeue.timefmt import positive_duration
-from duequeue.wallclock import resolve_wall
+from duequeue.wallclock import resolve_wall, to_wall
 
 RuleKind = Literal["rrule", "cron"]
 
@@ -94,10 +98,29 @@ def parse_at(text: str, tz: ZoneInfo, now: datetime) -> datetime:
         raise BadInputError(f"--at: time {text!r} is out of range") from exc
 
 
-def parse_rule(kind: RuleKind, text: str, tz: ZoneInfo, dtstart: datetime) -> Rule:
-    """Validate RRULE or cron text and return it as a Rule starting at dtstart."""
+def named_wall(text: str) -> datetime | None:
+    """Return the wall time --at names when it is a local date-time, else None."""
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is None else None
+
+
+def parse_rule(
+    kind: RuleKind, text: str, tz: ZoneInfo, dtstart: datetime, wall: datetime | None = None
+) -> Rule:
+    """Validate RRULE or cron text and return it as a Rule starting at dtstart.
+
+    wall is the local time --at named, if it named one: when a gap skips it, an RRULE keeps
+    that wall time (see `pin_start`) while its first fire is dtstart, the end of the gap.
+    """
     try:
         if kind == "rrule":
+            if wall is not None:
+                shown = to_wall(resolve_wall(wall, tz), tz)
+                if shown != wall:
+                    text = pin_start(text, wall, shown)
             rule = Rule(kind, normalize_rrule(text), tz, dtstart)
             rrule_series(rule.text, rule.tz, rule.dtstart)
         elif kind == "cron":

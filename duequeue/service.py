@@ -75,7 +75,7 @@ def build_reminder(
     if req.rrule is not None or req.cron is not None:
         kind, text = ("rrule", req.rrule) if req.rrule is not None else ("cron", req.cron)
         assert text is not None
-        rule = schedule.parse_rule(kind, text, zone, start)
+        rule = schedule.parse_rule(kind, text, zone, start, schedule.named_wall(req.at or "now"))
         first = schedule.first_fire(rule)
         if first is None:
             raise BadInputError(f"--{kind}: the rule has no fire at or after --at")
@@ -163,6 +163,7 @@ def run_tick(
         budget_s=settings.tick_budget,
         policy=settings.retry_policy,
         webhook_concurrency=settings.concurrency,
+        webhook_per_host=settings.webhook_per_host,
         channel_timeout=settings.channel_timeout,
         smtp_url=settings.smtp_url,
         email_from=settings.email_from,
@@ -186,6 +187,7 @@ def inspect(
     target_like: str | None = None,
 ) -> list[ReminderView]:
     """List reminders (or dead fires) for the chosen view, filtered by LIKE patterns."""
+    validate.utf8([("--subject-like", subject_like), ("--target-like", target_like)])
     return store.list_view(
         view, to_ms(now), limit, subject_like=subject_like, target_like=target_like
     )

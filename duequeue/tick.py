@@ -15,13 +15,13 @@ import contextlib
 import gc
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from duequeue.errors import DuequeueError, StoreError
-from duequeue.policy import RetryPolicy, Verdict, decide
-from duequeue.store.base import Claimed, DeliveryRecord, Store, Target, WriteBack
+from duequeue.policy import RetryPolicy, Verdict, decide, retry_target
+from duequeue.store.base import Claimed, DeliveryRecord, NewTargetRetry, Store, Target, WriteBack
 from duequeue.timefmt import from_ms, to_ms
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     # Imported where rows are delivered: a tick with nothing due must not pay for them.
     from duequeue.channels.base import Outcome
     from duequeue.commithelper import CommitHelper
+    from duequeue.endpoints import EndpointSlots
     from duequeue.schedule import Rule
 
 
@@ -61,6 +62,8 @@ class TickOptions:
     budget_s: float = 50.0
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     webhook_concurrency: int = 64
+    # Webhooks in flight to one host:port at once (endpoints.py); config.Settings.webhook_per_host.
+    webhook_per_host: int = 8
     channel_timeout: float = 10.0
     smtp_url: str | None = None
     email_from: str | None = None
@@ -75,7 +78,8 @@ class TickOptions:
 class TickSummary:
     """What one tick did; rows are counted by how their fire ended."""
 
-    claimed: int = 0
+    claimed: int = 0  # rows, and per-target retries (counted again in target_retries)
+    target_retries: int = 0  # failed targets of an earlier partial success, tried on their own
     sent: int = 0  # rows whose fire reached every target
     partial: int = 0  # rows whose fire reached some targets; advanced, failures noted
     retried: int = 0  # rows backing off after a full failure
@@ -101,7 +105,9 @@ class TickSummary:
         """Return the one-line text form of the summary."""
         lateness = "-" if self.max_lateness_ms is None else f"{self.max_lateness_ms / 1000:.1f}s"
         return (
-            f"claimed {self.claimed}: sent {self.sent}, partial {self.partial}, "
+            f"claimed {self.claimed}"
+            + (f" ({self.target_retries} target retries)" if self.target_retries else "")
+            + f": sent {self.sent}, partial {self.partial}, "
             f"retried {self.retried}, dead {self.dead}, skipped {self.skipped}, "
             f"released {self.released}; deliveries {self.deliveries_sent} sent, "
             f"{self.deliveries_failed} failed; max lateness {lateness}"
@@ -136,7 +142,9 @@ def _tick(
     claimed = store.claim_due(
         now, options.limit, options.policy.max_errors, options.lease_ms, owner
     )
-    summary = TickSummary(claimed=len(claimed))
+    summary = TickSummary(
+        claimed=len(claimed), target_retries=sum(r.retry_id is not None for r in claimed)
+    )
     if not claimed:
         return summary  # the common case, kept free of asyncio, httpx and smtplib
     import asyncio
@@ -158,7 +166,7 @@ def _tick(
         # unfinished rows back now rather than leaving them leased.
         with contextlib.suppress(Exception):
             run.commit.flush()
-        unfinished = [r.id for r in claimed if r.id not in run.finished]
+        unfinished = [r.unit for r in claimed if r.unit not in run.finished]
         with contextlib.suppress(Exception):
             store.release(owner, unfinished, now)
         if isinstance(exc, asyncio.CancelledError) and summary.stopped_by:
@@ -213,9 +221,12 @@ class _Run:
     async def deliver(self, rows: Sequence[Claimed]) -> None:
         import asyncio
 
+        from duequeue.channels.base import Message, delivery_id
         from duequeue.channels.dispatch import Dispatcher
         from duequeue.stopsignal import on_stop_signals
 
+        # Kept on the run: an import statement per send costs more than the attribute.
+        self.message, self.delivery_id = Message, delivery_id
         self.loop = asyncio.get_running_loop()
         self.deadline = self.loop.time() + self.options.budget_s
         self.task = asyncio.current_task()
@@ -254,9 +265,10 @@ class _Run:
                         raise  # the database is gone for everyone: leases hand rows back
                     except Exception as exc:
                         self._broke(row, exc)
+                slots = self._endpoint_slots()
                 await asyncio.gather(
                     *(
-                        self._work(queue)
+                        self._work(queue, slots if channel == "webhook" else None)
                         for channel, queue in queues.items()
                         for _ in range(min(workers.get(channel, 1), len(queue)))
                     )
@@ -275,9 +287,9 @@ class _Run:
     def _broke(self, row: Claimed, exc: Exception) -> None:
         # One broken row must not stop the deliveries of every other row in the batch.
         self.summary.errors.append(f"reminder {row.id}: {type(exc).__name__}: {exc}")
-        self.broken.add(row.id)  # its targets still queued are dropped, not sent
-        if row.id not in self.finished and row.id not in self.counters:
-            self.commit.release(row.id)
+        self.broken.add(row.unit)  # its targets still queued are dropped, not sent
+        if row.unit not in self.finished and row.unit not in self.counters:
+            self.commit.release(row.unit)
 
     def _start(self, row: Claimed, queues: dict[str, deque[_Job]]) -> None:
         """Skip a fire past its grace, or queue its targets on their channels."""
@@ -291,18 +303,25 @@ class _Run:
                 self._write(_parked(row, str(exc)), "dead")
             return
         s = self.summary
-        s.max_lateness_ms = max(s.max_lateness_ms or 0, lateness)
+        if row.retry_id is None:  # a target's own retry is late by design, not by a late tick
+            s.max_lateness_ms = max(s.max_lateness_ms or 0, lateness)
         data = None
         if row.data is not None:
             import json
 
             data = json.loads(row.data)
         fire = _Fire(row, from_ms(row.fire_at), data)
+        if not row.targets:
+            # Every target was switched off after a 410 Gone: nothing to send this fire to.
+            self._write(_skip(row, self.now, _ALL_DISABLED), "skipped")
+            return
         for i, target in enumerate(row.targets):
             if target.id in row.sent:
                 self._resolve(fire, i, _outcome("sent"))
             elif target.id in row.permanent:
                 self._resolve(fire, i, _outcome("permanent", _REFUSED_BEFORE))
+            elif target.disabled_at is not None:  # a per-target retry whose endpoint went away
+                self._resolve(fire, i, _outcome("permanent", _DISABLED))
             else:
                 queue = queues.get(target.channel)
                 if queue is None:
@@ -310,60 +329,89 @@ class _Run:
 
                     queue = queues[target.channel] = deque()
                 queue.append((fire, i))
-        if not row.targets:
-            self._finish(fire)
 
-    async def _work(self, queue: deque[_Job]) -> None:
-        """Send the targets of one channel's queue, one at a time, until it is empty."""
-        from duequeue.channels.base import Message, delivery_id  # once per worker, not per send
+    def _endpoint_slots(self) -> EndpointSlots[_Job] | None:
+        """Return the per-endpoint bound of the webhook workers; None when it cannot bind."""
+        per_host = self.options.webhook_per_host
+        if per_host >= self.options.webhook_concurrency:
+            return None  # the pool of workers is the tighter bound: no bookkeeping per send
+        from duequeue.endpoints import EndpointSlots
+
+        return EndpointSlots(per_host)
+
+    async def _work(self, queue: deque[_Job], slots: EndpointSlots[_Job] | None) -> None:
+        """Send the targets of one channel's queue until it is empty.
+
+        With `slots`, a target whose endpoint is full is parked and the worker takes the next
+        one; a worker finishing a send takes over the next target parked on that endpoint.
+        """
+        from duequeue.endpoints import endpoint
 
         while queue:
-            fire, i = queue.popleft()
-            row = fire.row
-            if row.id in self.broken:
-                continue  # handed back by _broke
-            try:
-                if self.loop.time() >= self.deadline or self.commit.failed:
-                    # Out of time, stopped, or the store stopped taking outcomes: send nothing
-                    # more. The row is released, and the final flush reports the store's error.
-                    fire.cut = True
-                    self._resolve(fire, i, None)
-                    continue
-                target = row.targets[i]
-                msg = Message(
-                    row.id,
-                    fire.fire_at,
-                    row.subject,
-                    row.body,
-                    fire.data,
-                    delivery_id(row.id, row.fire_at, target.id),
+            job = queue.popleft()
+            if slots is None:
+                await self._send(job)
+                continue
+            fire, i = job
+            key = endpoint(fire.row.targets[i].address)
+            if key is None:
+                await self._send(job)  # not a URL it can bound: the send fails it at once
+                continue
+            if not slots.take(key, job):
+                continue  # parked: a worker busy on that endpoint will take it
+            next_job: _Job | None = job
+            while next_job is not None:
+                await self._send(next_job)
+                next_job = slots.done(key)
+
+    async def _send(self, job: _Job) -> None:
+        """Send one target and record its outcome."""
+        fire, i = job
+        row = fire.row
+        if row.unit in self.broken:
+            return  # handed back by _broke
+        try:
+            if self.loop.time() >= self.deadline or self.commit.failed:
+                # Out of time, stopped, or the store stopped taking outcomes: send nothing
+                # more. The row is released, and the final flush reports the store's error.
+                fire.cut = True
+                self._resolve(fire, i, None)
+                return
+            target = row.targets[i]
+            msg = self.message(
+                row.id,
+                fire.fire_at,
+                row.subject,
+                row.body,
+                fire.data,
+                self.delivery_id(row.id, row.fire_at, target.id),
+            )
+            outcome = await self.dispatcher.send(msg, target.channel, target.address)
+            at = self.clock()
+            fire.last_at = max(fire.last_at, at)
+            # Queued, not yet committed: the row's write-back or release is queued after
+            # this, and a flush commits outcomes first (groupcommit.py), so the lease
+            # outlives the record.
+            self.commit.record(
+                DeliveryRecord(
+                    reminder_id=row.id,
+                    target_id=target.id,
+                    fire_at=row.fire_at,
+                    outcome=outcome.status,
+                    error=outcome.error,
+                    attempt=row.attempts.get(target.id, 0) + 1,
+                    at=at,
                 )
-                outcome = await self.dispatcher.send(msg, target.channel, target.address)
-                at = self.clock()
-                fire.last_at = max(fire.last_at, at)
-                # Queued, not yet committed: the row's write-back or release is queued after
-                # this, and a flush commits outcomes first (groupcommit.py), so the lease
-                # outlives the record.
-                self.commit.record(
-                    DeliveryRecord(
-                        reminder_id=row.id,
-                        target_id=target.id,
-                        fire_at=row.fire_at,
-                        outcome=outcome.status,
-                        error=outcome.error,
-                        attempt=row.attempts.get(target.id, 0) + 1,
-                        at=at,
-                    )
-                )
-                if outcome.status == "sent":
-                    self.summary.deliveries_sent += 1
-                else:
-                    self.summary.deliveries_failed += 1
-                self._resolve(fire, i, outcome)
-            except StoreError:
-                raise  # the database is gone for everyone: stop the tick, leases hand rows back
-            except Exception as exc:
-                self._broke(row, exc)
+            )
+            if outcome.status == "sent":
+                self.summary.deliveries_sent += 1
+            else:
+                self.summary.deliveries_failed += 1
+            self._resolve(fire, i, outcome)
+        except StoreError:
+            raise  # the database is gone for everyone: stop the tick, leases hand rows back
+        except Exception as exc:
+            self._broke(row, exc)
 
     def _resolve(self, fire: _Fire, i: int, outcome: Outcome | None) -> None:
         """Take target `i`'s outcome (None: not tried); the last one finishes the row."""
@@ -378,7 +426,7 @@ class _Run:
         if fire.cut:
             # The budget ran out before some target was tried: the next tick takes the row,
             # and the ledger keeps it from re-sending the targets this tick already reached.
-            self.commit.release(row.id)
+            self.commit.release(row.unit)
             return
         tried = [(t, o) for t, o in zip(row.targets, fire.outcomes, strict=True) if o]
         # Labels only go into the error text of a failure; a fire that reached every target
@@ -391,14 +439,17 @@ class _Run:
             verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes, died_at)
         except BrokenRuleError as exc:
             verdict, wb = Verdict.DEAD, _parked(row, str(exc), died_at)
+        gone = tuple(t.id for t, o in tried if o.gone)
+        if gone:
+            wb = replace(wb, disable=gone)
         self._write(wb, _COUNTERS[verdict])
 
     def _write(self, wb: WriteBack, counter: str) -> None:
-        self.counters[wb.reminder_id] = counter
+        self.counters[wb.unit] = counter
         self.commit.write_back(wb)
 
     def _written(self, items: Sequence[WriteBack], applied: int) -> None:
-        self.finished.update(wb.reminder_id for wb in items)
+        self.finished.update(wb.unit for wb in items)
         if applied < len(items):
             # Some lease was lost (the tick outran it): those rows' new owner decides, and
             # nothing of theirs should be counted. A batched write-back says how many applied,
@@ -406,7 +457,7 @@ class _Run:
             items = items[:applied]
         s = self.summary
         for wb in items:
-            counter = self.counters.pop(wb.reminder_id)
+            counter = self.counters.pop(wb.unit)
             setattr(s, counter, getattr(s, counter) + 1)
             # Fires coalesced away behind the one just handled count as skipped too.
             s.skipped += wb.skipped - (counter == "skipped")
@@ -417,6 +468,8 @@ class _Run:
 
 
 _REFUSED_BEFORE = "refused for good on an earlier attempt"
+_DISABLED = "target disabled (its endpoint answered 410 Gone); `duequeue enable` turns it back on"
+_ALL_DISABLED = "skipped: every target is disabled (410 Gone); `duequeue enable ID` turns them on"
 
 
 def _outcome(status: Literal["sent", "permanent"], error: str | None = None) -> Outcome:
@@ -446,6 +499,9 @@ def _after_attempt(
 ) -> tuple[Verdict, WriteBack]:
     """Turn an attempt's outcomes into the row's write-back; a dead fire died at `died_at`."""
     d = decide(policy, outcomes, row.error_count)
+    if row.retry_id is not None:
+        wb = _after_target_retry(row, now, d.verdict, d.error_count, d.delay_ms, d.error)
+        return d.verdict, replace(wb, dead_at=died_at if wb.dead_letter else None)
     if d.verdict is Verdict.RETRY:
         assert d.delay_ms is not None
         return d.verdict, WriteBack(
@@ -462,6 +518,21 @@ def _after_attempt(
     state: Literal["pending", "done", "dead"] = "pending"
     if nxt is None:
         state = "dead" if dead and row.rule is None else "done"
+    retries: list[NewTargetRetry] = []
+    dead_targets = False
+    if d.verdict is Verdict.PARTIAL:
+        # Each failed target keeps its own retry of this fire (every earlier attempt of it
+        # failed on every target, so it failed as often as the row did, this time included);
+        # one refused for good, or out of retries, is a dead letter of the fire at once.
+        failures = row.error_count + 1
+        for (label, o), t in zip(outcomes, row.targets, strict=False):
+            if o.status == "sent":
+                continue
+            delay = retry_target(policy, o, failures)
+            if delay is None:
+                dead_targets = True
+            else:
+                retries.append(NewTargetRetry(t.id, failures, now + delay, f"{label}: {o.error}"))
     return d.verdict, WriteBack(
         reminder_id=row.id,
         fire_at=row.fire_at,
@@ -472,23 +543,49 @@ def _after_attempt(
         error_count=d.error_count if state == "dead" else 0,
         last_error=d.error,
         state=state,
-        dead_letter=dead,
+        dead_letter=dead or dead_targets,
         fired=not dead,
         skipped=skipped,
-        dead_at=died_at if dead else None,
+        dead_at=died_at if dead or dead_targets else None,
+        failures=d.error_count if dead else row.error_count + 1,
+        retries=tuple(retries),
     )
 
 
-def _skip(row: Claimed, now: int) -> WriteBack:
-    """Pass over a fire later than its misfire grace, without sending it.
+def _after_target_retry(
+    row: Claimed, now: int, verdict: Verdict, failures: int, delay: int | None, error: str | None
+) -> WriteBack:
+    """Write back a per-target retry: sent (deleted), again later, or a dead letter."""
+    state: Literal["pending", "done", "dead"] = "done"
+    if verdict is Verdict.RETRY:
+        assert delay is not None
+        state = "pending"
+    elif verdict is Verdict.DEAD:
+        state = "dead"
+    return WriteBack(
+        reminder_id=row.id,
+        fire_at=row.fire_at,
+        pending_fire_at=row.fire_at,
+        next_fire_at=None if delay is None else now + delay,
+        error_count=failures,
+        last_error=error,
+        state=state,
+        dead_letter=state == "dead",
+        fired=state == "done",
+        retry_id=row.retry_id,
+        failures=failures,
+    )
+
+
+def _skip(row: Claimed, now: int, why: str | None = None) -> WriteBack:
+    """Pass over a fire later than its misfire grace (or `why`), without sending it.
 
     After an outage the backlog is skipped, but not an occurrence that is itself still within
     the grace: the row goes back to due on that one, so an on-time fire is never lost.
     """
-    assert row.misfire_grace_ms is not None
-    late = f"skipped: {(now - row.fire_at) / 1000:.0f}s late, past the misfire grace"
+    late = why or f"skipped: {(now - row.fire_at) / 1000:.0f}s late, past the misfire grace"
     rule = _rule(row)
-    if rule is not None:
+    if rule is not None and row.misfire_grace_ms is not None and why is None:
         from duequeue import schedule
 
         latest, passed = schedule.latest_fire(rule, from_ms(row.fire_at), from_ms(now))

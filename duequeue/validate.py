@@ -7,14 +7,20 @@ nothing.
 import functools
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from duequeue.errors import BadInputError
 
+if TYPE_CHECKING:
+    from json import JSONEncoder
+
 MAX_SUBJECT = 255
 MAX_BODY = 65_536
 MAX_DATA = 16_384
+# Arrays and objects nested in --data. The payload wraps it two levels deeper, and receivers'
+# parsers stop at 100 (Ruby), 128 (serde_json) or about 1,000 (Python, and our own tick).
+MAX_DATA_DEPTH = 64
 MAX_KEY = 200
 MAX_TARGETS = 20
 MAX_EMAIL = 254
@@ -143,26 +149,73 @@ def data(text: str | None) -> str | None:
     if len(text) > 4 * MAX_DATA:  # whitespace aside, far past the limit: do not parse it
         raise BadInputError(f"--data: larger than {MAX_DATA} bytes")
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=reject_constant)
     except RecursionError:
-        raise BadInputError("--data: nested too deeply") from None
+        raise BadInputError(_TOO_DEEP) from None
     except ValueError as exc:
         raise BadInputError(f"--data: not valid JSON ({exc})") from None
     return data_value(value)
 
 
-def data_value(value: Any) -> str:
-    """Return an already parsed JSON value in canonical compact form, or raise."""
-    import json
+_TOO_DEEP = f"--data: nested too deeply (at most {MAX_DATA_DEPTH} levels of arrays and objects)"
 
-    compact = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    if len(compact.encode("utf-8")) > MAX_DATA:
+
+def data_value(value: Any) -> str:
+    """Return an already parsed JSON value in canonical compact form, or raise.
+
+    Refused here, not at delivery, is whatever every send would fail on: a number beyond a
+    double (`1e400` parses as infinity, which JSON cannot carry), a lone surrogate from a
+    `\\ud800` escape (not Unicode text, so it cannot be encoded), and nesting too deep to parse.
+    """
+    if _too_deep(value):
+        raise BadInputError(_TOO_DEEP)
+    try:
+        compact = _encoder().encode(value)
+    except ValueError:
+        # Only infinity gets here (NaN was refused while parsing): a number beyond a double.
+        raise BadInputError("--data: a number is too large (beyond about 1.8e308)") from None
+    try:
+        encoded = compact.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInputError(
+            "--data: a string holds a lone surrogate (such as \\ud800), which is not text"
+        ) from None
+    if len(encoded) > MAX_DATA:
         raise BadInputError(f"--data: larger than {MAX_DATA} bytes")
     return compact
 
 
-def _no_constant(name: str) -> None:
-    # NaN and Infinity are Python's extension, not JSON: receivers could not parse them.
+@functools.cache
+def _encoder() -> "JSONEncoder":
+    # Built once: json.dumps with options builds a new encoder per call, and `import` calls this
+    # once a line. Built lazily: `tick` imports this module and never needs json.
+    import json
+
+    return json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _too_deep(value: Any) -> bool:
+    # A loop, not recursion: the point is to stop nesting before anything recursive meets it.
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > MAX_DATA_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def reject_constant(name: str) -> None:
+    """Refuse NaN, Infinity and -Infinity, which Python's json reader accepts.
+
+    They are Python's extension, not JSON: receivers could not parse them.
+    """
     raise ValueError(f"{name} is not a JSON value")
 
 

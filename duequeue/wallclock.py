@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 _SECOND = timedelta(seconds=1)
+_TICK = timedelta(microseconds=1)
 # No zone in the tz database changes its offset twice within three days, so probing once a
 # day cannot step over a change and its reversal.
 _PROBE = timedelta(days=1)
@@ -42,6 +43,18 @@ def resolve_wall(wall: datetime, tz: ZoneInfo) -> datetime:
     before = naive.replace(tzinfo=tz, fold=1).astimezone(UTC)
     change = next_transition(tz, before, first)
     return first if change is None else change
+
+
+def gap_ending_at(instant: datetime, tz: ZoneInfo) -> datetime | None:
+    """Return the wall time a gap ending exactly at an aware instant starts at, else None.
+
+    Every wall time from that one up to the instant's own resolves to the instant.
+    """
+    start = instant.astimezone(UTC)
+    jump = utc_offset(tz, start) - utc_offset(tz, start - _TICK)
+    if jump <= timedelta(0):
+        return None
+    return to_wall(start, tz) - jump
 
 
 def next_transition(tz: ZoneInfo, start: datetime, end: datetime) -> datetime | None:

@@ -65,3 +65,39 @@ def reap() -> None:
         if proc.poll() is None:
             proc.kill()
         proc.communicate(timeout=LIMIT_S)
+
+
+def run_cli_unprivileged(
+    db: Path, *args: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run one command as a user without root's power over file permissions.
+
+    As root that is `nobody` (root reads and writes any file, so a permission test needs another
+    user); as anyone else, that user, whom a mode already binds. When the interpreter lives under
+    a directory `nobody` cannot enter (a pyenv under /root), a private mount namespace shows it
+    there, in that process only.
+    """
+    if os.geteuid() != 0:
+        return run_cli(db, *args, env=env)
+    drop = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    command: list[str | bytes] = [*drop, "env", "HOME=/nonexistent", *cli_args(*args)]
+    prefix = Path(os.path.realpath(sys.base_prefix))
+    closed = [p for p in reversed(prefix.parents) if not os.stat(p).st_mode & 0o001]
+    if closed:
+        stage = cwd / ".python-stage"
+        stage.mkdir(exist_ok=True)
+        script = (
+            f'mount --bind "{prefix}" "{stage}" && '
+            f'mount -t tmpfs -o mode=755 tmpfs "{closed[0]}" && mkdir -p "{prefix}" && '
+            f'mount --bind "{stage}" "{prefix}" && exec "$@"'
+        )
+        command = ["unshare", "--mount", "sh", "-c", script, "sh", *command]
+    return subprocess.run(
+        command,
+        env=cli_env(db, env),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+        check=False,
+    )

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import email.policy
 import socket
+import ssl
 import sys
 import threading
 from collections.abc import Iterable, Mapping
@@ -51,6 +52,7 @@ class ReceivedMessage(EmailMessage):
     mail_from: str
     rcpt_tos: list[str]
     raw: bytes  # as received, CRLF line ends
+    tls: bool  # whether it arrived over TLS (STARTTLS or implicit)
 
 
 class SmtpSink:
@@ -63,13 +65,21 @@ class SmtpSink:
       message data arrived, without a reply (the client cannot know whether it was delivered).
     - `hold`: a message to any of these is never answered after its data arrived; the
       connection stays open until `stop()` or `drop_connections()` (a server dying mid-send).
-    - `credentials`: `(user, password)`; when given, MAIL needs AUTH first (PLAIN/LOGIN, no TLS).
+    - `credentials`: `(user, password)`; when given, MAIL needs AUTH first (PLAIN/LOGIN, no TLS
+      unless `starttls` or `implicit_tls` is given).
+    - `auth_mechanisms`: offer only these of aiosmtpd's AUTH mechanisms (`PLAIN`, `LOGIN`).
+    - `auth_refusal`: the reply to a refused AUTH (default aiosmtpd's `535 5.7.8 ...`).
+    - `starttls`: a server context; the sink then offers STARTTLS and requires it before AUTH
+      and MAIL (port 587 style). `url` becomes `smtp+starttls://`.
+    - `implicit_tls`: a server context; the sink speaks TLS from the first byte (port 465
+      style). `url` becomes `smtps://`.
     - `port`: a fixed port; by default a free ephemeral one, kept across `stop()` / `start()`.
 
     `messages` are `ReceivedMessage`s (an EmailMessage, LF line ends, plus `mail_from`,
     `rcpt_tos` and the CRLF `raw` bytes);
     `connections` counts client connections; `data_attempts` counts message transfers (DATA
-    completed, whatever the answer); `logins` lists users that authenticated.
+    completed, whatever the answer); `logins` lists users that authenticated; `auth_failures`
+    counts refused AUTH attempts.
     `stop()` takes the server down (connection refused from then on, open connections dropped);
     `start()` brings it back on the same port; `drop_connections()` closes every open client
     connection from the server side, as an idle timeout would.
@@ -84,6 +94,10 @@ class SmtpSink:
         hang_up: Iterable[str] = (),
         hold: Iterable[str] = (),
         credentials: tuple[str, str] | None = None,
+        auth_mechanisms: Iterable[str] = ("PLAIN", "LOGIN"),
+        auth_refusal: str | None = None,
+        starttls: ssl.SSLContext | None = None,
+        implicit_tls: ssl.SSLContext | None = None,
         port: int | None = None,
     ) -> None:
         self.refuse = frozenset(a.lower() for a in refuse)
@@ -92,10 +106,15 @@ class SmtpSink:
         self.hang_up = frozenset(a.lower() for a in hang_up)
         self.hold = frozenset(a.lower() for a in hold)
         self.credentials = credentials
+        self.auth_mechanisms = frozenset(m.upper() for m in auth_mechanisms)
+        self.auth_refusal = auth_refusal
+        self.starttls = starttls
+        self.implicit_tls = implicit_tls
         self.port = port if port is not None else free_port()
         self._lock = threading.Condition()
         self._messages: list[ReceivedMessage] = []
         self._logins: list[str] = []
+        self._auth_failures = 0
         self._connections = 0
         self._data_attempts = 0
         self._counting = False
@@ -104,8 +123,9 @@ class SmtpSink:
 
     @property
     def url(self) -> str:
-        """Return the `smtp://127.0.0.1:PORT` URL of the sink."""
-        return f"smtp://{LOOPBACK}:{self.port}"
+        """Return the `smtp://127.0.0.1:PORT` URL of the sink (`smtps://`, `smtp+starttls://`)."""
+        scheme = "smtps" if self.implicit_tls else "smtp+starttls" if self.starttls else "smtp"
+        return f"{scheme}://{LOOPBACK}:{self.port}"
 
     @property
     def messages(self) -> list[ReceivedMessage]:
@@ -132,6 +152,12 @@ class SmtpSink:
             return list(self._logins)
 
     @property
+    def auth_failures(self) -> int:
+        """Return how many AUTH attempts the sink refused."""
+        with self._lock:
+            return self._auth_failures
+
+    @property
     def running(self) -> bool:
         """Return whether the server is listening."""
         return self._controller is not None
@@ -143,8 +169,14 @@ class SmtpSink:
         kwargs: dict[str, Any] = {}
         if self.credentials is not None:
             # auth_required=True would make aiosmtpd warn on every connection (AUTH without
-            # TLS); handle_MAIL enforces the login instead.
-            kwargs.update(authenticator=self._authenticate, auth_require_tls=False)
+            # TLS); handle_MAIL enforces the login instead. With STARTTLS, aiosmtpd offers AUTH
+            # only after it; it cannot tell an implicit-TLS connection is encrypted.
+            kwargs.update(authenticator=self._authenticate, auth_require_tls=bool(self.starttls))
+            kwargs.update(auth_exclude_mechanism={"PLAIN", "LOGIN"} - self.auth_mechanisms)
+        if self.starttls is not None:
+            kwargs.update(tls_context=self.starttls, require_starttls=True)
+        if self.implicit_tls is not None:
+            kwargs.update(ssl_context=self.implicit_tls)
         controller = _SinkController(self, **kwargs)
         with self._lock:
             self._counting = False
@@ -160,6 +192,11 @@ class SmtpSink:
         controller, self._controller = self._controller, None
         if controller is None:
             return
+        # Stop listening before dropping: a client connecting in between would be accepted,
+        # never greeted and left to time out, where it should find the port closed.
+        server = controller.server
+        if server is not None:
+            asyncio.run_coroutine_threadsafe(_close(server), controller.loop).result(_WAIT)
         self._drop(controller)
         controller.stop()
 
@@ -226,11 +263,13 @@ class SmtpSink:
             and isinstance(auth_data, LoginPassword)
             and (auth_data.login.decode(), auth_data.password.decode()) == self.credentials
         )
-        if ok:
-            with self._lock:
+        with self._lock:
+            if ok:
                 self._logins.append(self.credentials[0] if self.credentials else "")
-        # handled=False: let aiosmtpd answer 535 itself (True means "I already replied").
-        return AuthResult(success=ok, handled=False)
+            else:
+                self._auth_failures += 1
+        # handled=False: let aiosmtpd answer (535 unless told) itself (True: "I already replied").
+        return AuthResult(success=ok, handled=False, message=None if ok else self.auth_refusal)
 
     # aiosmtpd handler hooks (looked up by name on the handler object, which is the sink).
 
@@ -286,10 +325,18 @@ class SmtpSink:
         parsed.raw = raw
         parsed.mail_from = envelope.mail_from or ""
         parsed.rcpt_tos = list(envelope.rcpt_tos)
+        parsed.tls = server.transport is not None and bool(
+            server.transport.get_extra_info("ssl_object")
+        )
         with self._lock:
             self._messages.append(parsed)
             self._lock.notify_all()
         return "250 2.0.0 OK"
+
+
+async def _close(server: asyncio.AbstractServer) -> None:
+    # On the server's loop: close() shuts the listening sockets before it returns.
+    server.close()
 
 
 class _SinkSMTP(SMTP):

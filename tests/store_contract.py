@@ -5,6 +5,7 @@ A backend's test class inherits StoreContract and provides a `store` fixture.
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +15,7 @@ from duequeue.store.base import (
     DeliveryRecord,
     NewReminder,
     NewTarget,
+    NewTargetRetry,
     PruneCounts,
     Store,
     WriteBack,
@@ -98,6 +100,68 @@ class StoreContract:
         assert len(a) == 6
         assert len(b) == 4
         assert not {c.id for c in a} & {c.id for c in b}
+
+    def _partial_with_a_retry(self, store: Store) -> tuple[int, int, int]:
+        """Add a one-shot with two targets; write back a partial success whose webhook retries
+        at NOW + MIN. Return (reminder id, email target id, webhook target id)."""
+        two = (NewTarget("email", "a@example.com"), NewTarget("webhook", "http://127.0.0.1/x"))
+        rid, _ = store.add(reminder(targets=two), NOW)
+        (claim,) = store.claim_due(NOW, 10, 3, LEASE, "a")
+        email, hook = claim.targets
+        store.record(
+            [
+                DeliveryRecord(rid, email.id, NOW, "sent", None, 1, NOW),
+                DeliveryRecord(rid, hook.id, NOW, "failed", "HTTP 500", 1, NOW),
+            ]
+        )
+        retry = NewTargetRetry(hook.id, 1, NOW + MIN, "HTTP 500")
+        partial = replace(advanced(rid, NOW, None), retries=(retry,))
+        assert store.write_back("a", NOW, [partial]) == 1
+        return rid, email.id, hook.id
+
+    def test_a_target_retry_is_claimed_once_when_due_with_its_one_target(
+        self, store: Store
+    ) -> None:
+        rid, _email, hook = self._partial_with_a_retry(store)
+        assert store.claim_due(NOW + MIN - 1, 10, 3, LEASE, "b") == []
+        (got,) = store.claim_due(NOW + MIN, 10, 3, LEASE, "b")
+        assert (got.id, got.fire_at, got.error_count, got.retry_id is not None) == (
+            rid,
+            NOW,
+            1,
+            True,
+        )
+        assert [t.id for t in got.targets] == [hook]
+        assert got.unit == -(got.retry_id or 0)
+        assert store.claim_due(NOW + MIN, 10, 3, LEASE, "c") == []  # leased to b
+        assert store.release("b", [got.unit], NOW + MIN) == 1
+        (again,) = store.claim_due(NOW + MIN, 10, 3, LEASE, "c")
+        assert again.retry_id == got.retry_id
+        (pending,) = store.pending_retries(rid)
+        assert (pending.target_id, pending.next_try_at) == (hook, NOW + MIN)
+
+    def test_a_sent_target_retry_is_gone_and_a_dead_one_is_a_dead_letter(
+        self, store: Store
+    ) -> None:
+        rid, _email, _hook = self._partial_with_a_retry(store)
+        (got,) = store.claim_due(NOW + MIN, 10, 3, LEASE, "b")
+        dead = WriteBack(
+            rid, NOW, NOW, None, 3, "HTTP 500", "dead", dead_letter=True, retry_id=got.retry_id
+        )
+        assert store.write_back("c", NOW + MIN, [dead]) == 0  # not c's lease
+        assert store.write_back("b", NOW + MIN, [dead]) == 1
+        assert store.pending_retries(rid) == []
+        (letter,) = store.dead_letters(rid)
+        assert (letter.fire_at, letter.error_count, letter.last_error) == (NOW, 3, "HTTP 500")
+        assert store.stats(NOW + MIN).retrying_targets == 0
+
+    def test_a_target_retry_whose_send_was_recorded_is_claimed_as_sent(self, store: Store) -> None:
+        rid, _email, hook = self._partial_with_a_retry(store)
+        (_got,) = store.claim_due(NOW + MIN, 10, 3, LEASE, "b")
+        store.record([DeliveryRecord(rid, hook, NOW, "sent", None, 2, NOW + MIN)])
+        # b crashed before its write-back: the next claim knows the target has the fire.
+        (again,) = store.claim_due(NOW + MIN + LEASE + 1, 10, 3, LEASE, "c")
+        assert again.sent == frozenset({hook})
 
     def test_a_row_whose_lease_ran_out_is_claimable_again(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)

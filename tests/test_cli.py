@@ -149,6 +149,7 @@ def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
     summary = cli.tick()
     assert set(summary) == {
         "claimed",
+        "target_retries",
         "sent",
         "partial",
         "retried",
@@ -188,8 +189,8 @@ def test_inspect_json_has_the_documented_keys(cli: Cli) -> None:
         "key": "k1",
         "subject": "standup",
         "targets": [
-            {"channel": "email", "address": "a@example.com"},
-            {"channel": "webhook", "address": HOOK},
+            {"channel": "email", "address": "a@example.com", "disabled_at": None},
+            {"channel": "webhook", "address": HOOK, "disabled_at": None},
         ],
         "rrule": "FREQ=WEEKLY;BYDAY=WE",
         "cron": None,

@@ -50,8 +50,8 @@ def test_import_adds_every_line_with_the_fields_of_add(cli: Cli, tmp_path: Path)
     assert standup["rrule"] == "FREQ=WEEKLY;BYDAY=WE"
     assert standup["fire_at"] == "2027-01-06T08:00:00.000Z"
     assert standup["targets"] == [
-        {"channel": "email", "address": "ann@example.com"},
-        {"channel": "webhook", "address": HOOK},
+        {"channel": "email", "address": "ann@example.com", "disabled_at": None},
+        {"channel": "webhook", "address": HOOK, "disabled_at": None},
     ]
     assert (standup["subject"], standup["key"]) == ("standup", "standup")
     assert (weekdays["cron"], weekdays["fire_at"]) == ("0 9 * * 1-5", "2027-01-05T09:00:00.000Z")
@@ -78,6 +78,13 @@ def test_a_key_already_added_by_add_is_skipped(cli: Cli, tmp_path: Path) -> None
 
 
 H = json.dumps(HOOK)
+
+
+def with_hook(fields: str) -> str:
+    """A line with a due time and a webhook, plus `fields` written as raw JSON text."""
+    return '{"at": "+1h", "webhook": %s, %s}' % (H, fields)  # noqa: UP031
+
+
 BAD_LINES = [
     ("{not json", "line 3: not valid JSON"),
     ("[1, 2]", "line 3: expected a JSON object"),
@@ -89,6 +96,17 @@ BAD_LINES = [
     ('{"at": "+1h", "webhook": [%s], "subject": 5}' % H, "line 3: subject: expected a string"),  # noqa: UP031
     ('{"at": "+1h", "webhook": %s, "misfire_grace": "x"}' % H, "line 3: misfire_grace:"),  # noqa: UP031
     ('{"at": "+1h", "webhook": [1]}', "line 3: webhook: expected a string or a list"),
+    # what Python's json reads but no receiver could take, or cannot be stored as text
+    (with_hook('"data": 1e400'), "line 3: data: a number is too large"),
+    (with_hook('"data": [-1e999]'), "line 3: data: a number is too large"),
+    (with_hook('"data": [NaN]'), "line 3: not valid JSON (NaN is not a JSON value)"),
+    ('{"at": Infinity}', "line 3: not valid JSON (Infinity is not a JSON value)"),
+    (with_hook('"data": {"x": "\\ud800"}'), "line 3: data: a string holds a lone surrogate"),
+    (with_hook('"subject": "\\ud800"'), "line 3: subject: not valid UTF-8"),
+    (with_hook('"body": "a\\udfffb"'), "line 3: body: not valid UTF-8"),
+    (with_hook('"key": "\\udcff"'), "line 3: key: not valid UTF-8"),
+    (with_hook('"data": ' + "[" * 65 + "]" * 65), "line 3: data: nested too deeply"),
+    ("[" * 5000 + "]" * 5000, "line 3: nested too deeply"),
 ]
 
 

@@ -68,7 +68,7 @@ def test_history_lists_every_attempt_and_the_dead_letter(cli: Cli, http: HttpSin
     r = cli("history", str(rid), "--json")
     assert r.code == 0, r.err
     h = r.json()
-    assert set(h) == {"reminder", "attempts", "dead_letters"}
+    assert set(h) == {"reminder", "attempts", "dead_letters", "target_retries"}
     assert h["reminder"]["id"] == rid
     assert h["reminder"]["state"] == "dead"
     hook = [a for a in h["attempts"] if a["target"]["channel"] == "webhook"]
@@ -114,6 +114,7 @@ def test_history_of_a_fresh_reminder_says_so(cli: Cli) -> None:
 
 
 def test_history_of_an_unknown_id_exits_2_with_one_line(cli: Cli) -> None:
+    cli.add("--at", "+1h", "--email", "ann@example.com")  # the database exists; id 42 does not
     r = cli("history", "42")
     assert (r.code, r.out, r.err) == (2, "", "duequeue: error: ID: no reminder with id 42\n")
 
@@ -164,6 +165,7 @@ def test_retry_needs_ids_or_all_dead_but_not_both(cli: Cli) -> None:
         r = cli("retry", *args)
         assert r.code == 2
         assert r.err.startswith("duequeue: error: retry: give reminder ids or --all-dead")
+    cli.add("--at", "+1h", "--email", "ann@example.com")
     r = cli("retry", "5")
     assert (r.code, r.err) == (2, "duequeue: error: ID: no reminder with id 5\n")
 
@@ -199,6 +201,8 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
         "retrying": 0,
         "leased": 0,
         "dead_letters": 1,
+        "retrying_targets": 0,
+        "disabled_targets": 1,  # the dead one-shot's webhook answered 410 Gone
         "oldest_due_lateness_s": 120.0,
         "deliveries": {
             "last_hour": {"sent": 1, "failed": 1},
@@ -247,6 +251,7 @@ def test_stats_writes_a_prometheus_textfile_a_real_parser_reads(
 
 
 def test_stats_prometheus_into_a_missing_directory_exits_2(cli: Cli, tmp_path: Path) -> None:
+    cli.add("--at", "+1h", "--email", "ann@example.com")
     r = cli("stats", "--prometheus", str(tmp_path / "nope" / "dq.prom"))
     assert r.code == 2
     assert r.err.startswith("duequeue: error: --prometheus: directory")
@@ -407,7 +412,7 @@ def test_doctor_logs_in_as_a_delivery_would_and_reports_a_wrong_password(cli: Cl
     assert ok.code == 0, ok.out
     assert refused.code == 1
     (check,) = [c for c in refused.json()["checks"] if c["name"] == "smtp"]
-    assert check["detail"].startswith("login refused (127.0.0.1:")
+    assert check["detail"].startswith("login refused for user mailer (127.0.0.1:")
     assert "wrong-password" not in refused.out
 
 

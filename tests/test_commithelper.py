@@ -10,6 +10,7 @@ import asyncio
 import collections
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -106,8 +107,22 @@ def webhook_ids(http: HttpSink) -> collections.Counter[str]:
     return collections.Counter(r.headers["webhook-id"] for r in http.requests)
 
 
+# Every helper this module's ticks start inherits this variable (in-process ticks through
+# os.environ, subprocess ticks through cli_env), so helpers_running() counts only those: other
+# programs on the machine, another test run's helpers among them, are not ours to count.
+MARK = "DQ_TEST_HELPER_MARK"
+
+
+@pytest.fixture(autouse=True)
+def mark_our_helpers(monkeypatch: pytest.MonkeyPatch) -> str:
+    token = secrets.token_hex(8)
+    monkeypatch.setenv(MARK, token)
+    return token
+
+
 def helpers_running() -> list[int]:
-    """Return the pids of commit helpers alive on this machine (tests run one at a time)."""
+    """Return the pids of live commit helpers started by this test."""
+    mark = f"{MARK}={os.environ[MARK]}".encode()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -115,11 +130,15 @@ def helpers_running() -> list[int]:
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 cmdline = f.read()
+            if b"duequeue.commithelper" not in cmdline:
+                continue
             with open(f"/proc/{entry}/stat") as f:
                 state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
         except OSError:
             continue
-        if b"duequeue.commithelper" in cmdline and state != "Z":
+        if mark in environ and state != "Z":
             found.append(int(entry))
     return found
 
@@ -394,7 +413,11 @@ def test_ctrl_c_to_a_large_ticks_process_group_stops_the_tick_not_its_helper(
     # Its own process group, as a shell gives a foreground job: Ctrl-C signals the whole group.
     proc = subprocess.Popen(
         cli_args("tick", "--json"),
-        env=cli_env(db_path, {"DUEQUEUE_TICK_LIMIT": str(n), **HELPER_FROM_100}),
+        # All 64 workers on this one receiver: no per-host bound below DUEQUEUE_CONCURRENCY.
+        env=cli_env(
+            db_path,
+            {"DUEQUEUE_TICK_LIMIT": str(n), "DUEQUEUE_WEBHOOK_PER_HOST": "64", **HELPER_FROM_100},
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

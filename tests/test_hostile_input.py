@@ -5,13 +5,16 @@ UTF-8, a body near the kernel's argument limit) runs as one.
 """
 
 import hashlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.e2e import Cli
+from tests.e2e import SECRET, Cli
 from tests.procs import run_cli
+from tests.servers import HttpSink
+from tests.test_cli import rows
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 HOOK = "https://hooks.example.com/r"
@@ -54,6 +57,14 @@ BAD = [
     ([*AT, "--webhook", HOOK, "--data", "1" * 5000], "--data"),
     ([*AT, "--webhook", HOOK, "--data", " " * 70000 + "1"], "--data: larger than"),
     ([*AT, "--webhook", HOOK, "--data", '"\x00"'], "--data"),
+    # ... what Python's json reads but no receiver could: every send would fail on it
+    ([*AT, "--webhook", HOOK, "--data", "1e400"], "--data: a number is too large"),
+    ([*AT, "--webhook", HOOK, "--data", "-1e999"], "--data: a number is too large"),
+    ([*AT, "--webhook", HOOK, "--data", '{"a": [1, 2e308]}'], "--data: a number is too large"),
+    ([*AT, "--webhook", HOOK, "--data", "-Infinity"], "--data: not valid JSON"),
+    ([*AT, "--webhook", HOOK, "--data", '{"x":"\\ud800"}'], "--data: a string holds a lone"),
+    ([*AT, "--webhook", HOOK, "--data", '{"\\udcff": 1}'], "--data: a string holds a lone"),
+    ([*AT, "--webhook", HOOK, "--data", "[" * 65 + "]" * 65], "--data: nested too deeply"),
     # time and rules
     (["--at", "+99999999999d", "--webhook", HOOK], "--at"),
     (["--at", "9999-12-31T23:59", "--tz", "Pacific/Pago_Pago", "--webhook", HOOK], "--at"),
@@ -112,7 +123,23 @@ def test_unusual_but_valid_targets_are_taken_as_given(
     cli: Cli, args: list[str], address: str
 ) -> None:
     rid = cli.add(*args)
-    assert cli.row(rid)["targets"] == [{"channel": "webhook", "address": address}]
+    assert cli.row(rid)["targets"] == [
+        {"channel": "webhook", "address": address, "disabled_at": None}
+    ]
+
+
+def test_data_at_the_limits_is_taken_and_delivered_unchanged(db_path: Path) -> None:
+    edge = [1.7976931348623157e308, -5e-324, 10**30, "\U0001f600"]
+    deep = "[" * 63 + json.dumps(edge) + "]" * 63  # 64 levels: the most allowed
+    with HttpSink() as http:
+        cli = Cli(db_path, T0, {"DUEQUEUE_WEBHOOK_SECRET": SECRET})
+        cli.add("--at", "now", "--webhook", http.url("/r"), "--data", deep)
+        assert cli.tick()["sent"] == 1
+        (req,) = http.requests_for("/r")
+    value = cli.verify(req.body, req.headers)["data"]["data"]
+    for _ in range(63):
+        (value,) = value
+    assert value == edge
 
 
 def test_a_body_at_the_limit_with_tabs_and_line_breaks_is_taken(cli: Cli) -> None:
@@ -128,7 +155,52 @@ def test_argv_that_is_not_utf8_is_refused_by_a_real_process(db_path: Path) -> No
     assert not db_path.exists()
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("1e400", "--data: a number is too large (beyond about 1.8e308)"),
+        (
+            '{"x":"\\ud800"}',
+            "--data: a string holds a lone surrogate (such as \\ud800), which is not text",
+        ),
+        (
+            "[" * 100 + "]" * 100,
+            "--data: nested too deeply (at most 64 levels of arrays and objects)",
+        ),
+    ],
+)
+def test_data_no_receiver_could_take_is_refused_by_a_real_process_and_nothing_written(
+    db_path: Path, data: str, message: str
+) -> None:
+    assert run_cli(db_path, "add", *AT, "--webhook", HOOK).returncode == 0
+    r = run_cli(db_path, "add", *AT, "--webhook", HOOK, "--data", data)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"duequeue: error: {message}\n")
+    assert rows(db_path) == 1
+
+
 def test_a_huge_body_through_a_real_process_is_refused_in_one_line(db_path: Path) -> None:
     r = run_cli(db_path, "add", *AT, "--webhook", HOOK, "--body", "x" * 120_000)
     assert (r.returncode, r.stderr) == (2, "duequeue: error: --body: larger than 65536 bytes\n")
     assert not db_path.exists()
+
+
+@pytest.mark.parametrize("flag", ["--subject-like", "--target-like"])
+def test_an_inspect_filter_that_is_not_utf8_is_refused_by_a_real_process(
+    db_path: Path, flag: str
+) -> None:
+    assert run_cli(db_path, "add", *AT, "--webhook", HOOK).returncode == 0
+    r = run_cli(db_path, "inspect", "--all", flag, b"%caf\xe9%")
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == f"duequeue: error: {flag}: not valid UTF-8 text\n"
+
+
+@pytest.mark.parametrize("name", ["DUEQUEUE_DB", "DUEQUEUE_EMAIL_FROM", "DUEQUEUE_TZ"])
+def test_a_setting_that_is_not_utf8_stops_add_in_one_line_and_writes_nothing(
+    tmp_path: Path, name: str
+) -> None:
+    db = tmp_path / "q.db"
+    value = str(tmp_path / "caf\udce9.db") if name == "DUEQUEUE_DB" else "caf\udce9"
+    r = run_cli(db, "add", *AT, "--webhook", HOOK, env={name: value})  # sent as the byte \xe9
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == f"duequeue: error: {name}: not valid UTF-8 text\n"
+    assert list(tmp_path.iterdir()) == []

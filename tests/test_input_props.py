@@ -34,6 +34,25 @@ FRAGMENTS = st.sampled_from(
     ]
 )  # fmt: skip
 TEXT = st.one_of(ANY_TEXT, st.lists(FRAGMENTS, max_size=5).map("".join))
+# JSON text as a user could write it: Python's json reads all of it, receivers not all of it.
+JSON_PARTS = st.sampled_from(
+    [
+        "1e400", "-1e999", "1.7976931348623157e308", "2e308", "NaN", "-Infinity", "1" * 30,
+        '"\\ud800"', '"\\udfff\\ud800"', '"\\ud83d\\ude00"', '"\\u0000"', '"ok"', "null", "[]",
+        "{}",
+    ]
+)  # fmt: skip
+JSON_TEXT = st.recursive(
+    JSON_PARTS,
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]"),
+        st.tuples(JSON_PARTS.filter(lambda p: p.startswith('"')), inner).map(
+            lambda kv: "{" + kv[0] + ":" + kv[1] + "}"
+        ),
+        st.integers(60, 70).flatmap(lambda n: inner.map(lambda x: "[" * n + x + "]" * n)),
+    ),
+    max_leaves=6,
+)
 OPTIONAL = st.none() | TEXT
 
 
@@ -56,7 +75,7 @@ def add_requests(draw: st.DrawFn) -> AddRequest:
         ),
         subject=draw(mostly("Pay rent", "Zahlung fällig")) or "",
         body=draw(mostly("", "Due today\n\tline two")) or "",
-        data=draw(mostly(None, '{"flat": 3}', "[1, 2.5, null]")),
+        data=draw(st.one_of(mostly(None, '{"flat": 3}', "[1, 2.5, null]"), JSON_TEXT)),
         key=draw(mostly(None, "rent-2027-01")),
         misfire_grace=draw(mostly(None, "1h", "90s")),
     )
@@ -66,6 +85,8 @@ def add_requests(draw: st.DrawFn) -> AddRequest:
 @given(add_requests())
 @example(AddRequest(at="now", webhooks=("https://exa\udcffmple.com/",)))
 @example(AddRequest(at="now", webhooks=("https://a.example/",), data="[" * 3000 + "]" * 3000))
+@example(AddRequest(at="now", webhooks=("https://a.example/",), data="[1e400]"))
+@example(AddRequest(at="now", webhooks=("https://a.example/",), data='{"x":"\\ud800"}'))
 def test_add_parsing_yields_a_valid_reminder_or_bad_input_never_a_crash(req: AddRequest) -> None:
     try:
         reminder, _ = build_reminder(req, "UTC", NOW)
@@ -80,7 +101,8 @@ def test_add_parsing_yields_a_valid_reminder_or_bad_input_never_a_crash(req: Add
     assert len(reminder.body.encode("utf-8")) <= validate.MAX_BODY
     if reminder.data is not None:
         assert len(reminder.data.encode("utf-8")) <= validate.MAX_DATA
-        json.loads(reminder.data)
+        value = json.loads(reminder.data, parse_constant=validate.reject_constant)
+        build_payload(message(reminder.subject, reminder.body, value))  # every send can encode it
     for text in (
         reminder.subject,
         reminder.body,
@@ -88,6 +110,26 @@ def test_add_parsing_yields_a_valid_reminder_or_bad_input_never_a_crash(req: Add
         *[t.address for t in reminder.targets],
     ):
         text.encode("utf-8")  # storable and sendable
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(JSON_TEXT, TEXT))
+@example("[1e400]")
+@example('{"x":"\\ud800"}')
+@example("[" * 65 + "]" * 65)
+def test_data_add_takes_is_data_every_send_can_encode(text: str) -> None:
+    try:
+        compact = validate.data(text)
+    except BadInputError as exc:
+        assert str(exc).startswith("--data: ")
+        event(f"refused: {str(exc)[8:30]}")
+        return
+    event("taken")
+    assert compact is not None
+    value = json.loads(compact, parse_constant=validate.reject_constant)
+    assert value == json.loads(text)
+    sent = json.loads(build_payload(message("s", "b", value)))
+    assert sent["data"]["data"] == value
 
 
 UTF8_TEXT = st.text(st.characters(codec="utf-8"), max_size=40)  # what validation lets through

@@ -152,11 +152,12 @@ CASES = {
         LORD_HOWE, HOURLY, None, "2027-04-03T13:00Z", "2027-04-03T13:00Z",
         ["2027-04-03T14:00Z", "2027-04-03T15:00Z", "2027-04-03T16:00Z"],
     ),  # 01:00 +11, 01:30 +10:30, 02:30 +10:30
-    # ... while cron's minute field is read on the wall clock: 02:00 never exists that night.
+    # ... while cron's minute field is read on the wall clock: the skipped 02:00 fires at the
+    # instant the old offset gives it, 02:30 +11, and 03:00 follows on the wall clock.
     "lord-howe-spring-hourly-cron": Case(
         LORD_HOWE, None, "0 * * * *", "2027-10-01T00:00Z", "2027-10-02T13:30Z",
-        ["2027-10-02T14:30Z", "2027-10-02T16:00Z", "2027-10-02T17:00Z"],
-    ),  # 01:00 +10:30, 03:00 +11, 04:00 +11
+        ["2027-10-02T14:30Z", "2027-10-02T15:30Z", "2027-10-02T16:00Z", "2027-10-02T17:00Z"],
+    ),  # 01:00 +10:30, 02:00 +10:30 = 02:30 +11, 03:00 +11, 04:00 +11
     "lord-howe-fall-hourly-cron": Case(
         LORD_HOWE, None, "0 * * * *", "2027-04-01T00:00Z", "2027-04-03T13:00Z",
         ["2027-04-03T14:00Z", "2027-04-03T15:30Z", "2027-04-03T16:30Z"],
@@ -192,6 +193,20 @@ CASES = {
         SANTIAGO, "FREQ=WEEKLY;BYDAY=SU;BYHOUR=0;BYMINUTE=30", "30 0 * * 0", "2027-08-20T00:00Z",
         "2027-08-25T00:00Z", ["2027-08-29T04:30Z", "2027-09-05T04:00Z", "2027-09-12T03:30Z"],
     ),
+    # Every three hours: the 00:00 the gap skips fires at 01:00 -03 (00:00 read at -04), not lost.
+    "santiago-spring-every-3-hours-cron": Case(
+        SANTIAGO, None, "0 */3 * * *", "2027-09-01T00:00Z", "2027-09-04T23:30Z",
+        ["2027-09-05T01:00Z", "2027-09-05T04:00Z", "2027-09-05T06:00Z", "2027-09-05T09:00Z"],
+    ),  # 21:00 -04, 00:00 -04 = 01:00 -03, 03:00 -03, 06:00 -03
+    "santiago-fall-every-3-hours-cron": Case(
+        SANTIAGO, None, "0 */3 * * *", "2027-04-01T00:00Z", "2027-04-03T23:30Z",
+        ["2027-04-04T00:00Z", "2027-04-04T04:00Z", "2027-04-04T07:00Z"],
+    ),  # 21:00 -03, 00:00 -04, 03:00 -04: the repeated 23:00 hour matches nothing
+    # A skipped minute that the hour after the gap has too fires once: 02:30 EST is 03:30 EDT.
+    "ny-spring-hourly-at-30-cron": Case(
+        NY, None, "30 * * * *", "2027-03-01T00:00Z", "2027-03-14T06:00Z",
+        ["2027-03-14T06:30Z", "2027-03-14T07:30Z", "2027-03-14T08:30Z"],
+    ),  # 01:30 EST, 03:30 EDT, 04:30 EDT
     "santiago-fall-hourly": Case(
         SANTIAGO, HOURLY, "0 * * * *", "2027-04-03T00:00Z", "2027-04-04T01:30Z",
         ["2027-04-04T02:00Z", "2027-04-04T03:00Z", "2027-04-04T04:00Z"],

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
 from dateutil.rrule import rrulestr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -207,6 +208,12 @@ def cron_matcher(expression: str) -> Matcher:
     )
 
 
+def offset_at(instant: datetime, zone: ZoneInfo) -> timedelta:
+    offset = instant.astimezone(zone).utcoffset()
+    assert offset is not None
+    return offset
+
+
 def brute_force_cron(
     expression: str, zone: ZoneInfo, start: datetime, end: datetime
 ) -> list[datetime]:
@@ -216,8 +223,14 @@ def brute_force_cron(
     fires: list[datetime] = []
     instant = start - timedelta(hours=4)
     latest = to_wall(instant - MINUTE, zone)
+    offset = offset_at(instant - MINUTE, zone)
+    # After a change that skips wall time, for as long as the gap: the offset before it.
+    skipped_until, old = instant, offset
     while instant < end:
         wall = to_wall(instant, zone)
+        if offset_at(instant, zone) > offset:
+            skipped_until, old = instant + offset_at(instant, zone) - offset, offset
+        offset = offset_at(instant, zone)
         if named:
             # Fire once for every matching wall minute the clock reached for the first time:
             # several at the end of a gap, none while it repeats an hour.
@@ -226,7 +239,10 @@ def brute_force_cron(
                 latest += MINUTE
                 due = due or matches(latest)
         else:
-            due = matches(wall)
+            # Every real minute whose wall time matches, and every wall minute a gap skipped at
+            # the instant the offset before the gap gives it.
+            skipped = instant < skipped_until and matches((instant + old).replace(tzinfo=None))
+            due = matches(wall) or skipped
         if due and start < instant:
             fires.append(instant)
         instant += MINUTE
@@ -247,6 +263,22 @@ def test_it_agrees_with_a_minute_by_minute_scan_for_cron(
         fires.append(fire)
         fire = next_fire(rule, fire)
     assert fires == brute_force_cron(expression, zone, start, end)
+
+
+# The rules the README names, checked at every change on every run rather than when drawn.
+README_CRONS = ["0 */3 * * *", "30 * * * *", "*/20 * * * *", "*/30 2 * * *", "15 0,1,2,23 * * *"]
+
+
+@pytest.mark.parametrize("expression", README_CRONS)
+@pytest.mark.parametrize(("zone_name", "at_text"), CHANGES)
+def test_it_agrees_with_the_scan_for_the_readme_rules_at_every_change(
+    zone_name: str, at_text: str, expression: str
+) -> None:
+    zone, at = ZoneInfo(zone_name), utc(at_text)
+    start, end = at - timedelta(hours=6), at + timedelta(hours=6)
+    rule = parse_rule("cron", expression, zone, at - timedelta(days=30))
+    found = upcoming(rule, start, 100)
+    assert [fire for fire in found if fire < end] == brute_force_cron(expression, zone, start, end)
 
 
 def walk_from_start(rule: Rule) -> Iterator[datetime]:

@@ -142,7 +142,8 @@ def test_an_smtp_server_echoing_the_auth_command_does_not_leak_the_password(
         r = cli("tick")
     plain = base64.b64encode(f"\0alice\0{PASSWORD}".encode()).decode()
     assert r.code == 0
-    assert "SMTP authentication failed: 535 5.7.8 rejected: AUTH PLAIN ***" in ledger_text(db_path)
+    refused = f"SMTP authentication failed for user alice (127.0.0.1:{server.port}): 535 5.7.8"
+    assert f"{refused} rejected: AUTH PLAIN ***" in ledger_text(db_path)
     assert plain not in ledger_text(db_path)
     assert_clean(r.out, r.err, ledger_text(db_path), cli("inspect", "--all").out)
 

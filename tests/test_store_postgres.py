@@ -32,7 +32,45 @@ def test_it_marks_the_schema_with_its_version(pg_url: str) -> None:
     _open(pg_url).close()
     with admin_connect(pg_url) as conn:
         meta = dict(conn.execute("SELECT name, value FROM duequeue_meta").fetchall())
-    assert meta == {"application": "duequeue", "schema_version": "2"}
+    assert meta == {"application": "duequeue", "schema_version": "3"}
+
+
+def test_it_upgrades_a_version_2_schema_to_the_same_tables_as_a_new_one(pg_url: str) -> None:
+    from pathlib import Path
+
+    old = Path(__file__).resolve().parent / "data" / "schema_postgres_v2.sql"  # as released
+
+    def shape() -> list[tuple[str, ...]]:
+        with admin_connect(pg_url) as conn:
+            columns = conn.execute(
+                """SELECT table_name, column_name, data_type FROM information_schema.columns
+                   WHERE table_schema = 'public' ORDER BY table_name, column_name"""
+            ).fetchall()
+            indexes = conn.execute(
+                "SELECT indexname, '', '' FROM pg_indexes WHERE schemaname = 'public'"
+            ).fetchall()
+        return sorted(columns + indexes)
+
+    _open(pg_url).close()
+    fresh = shape()
+    with admin_connect(pg_url) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+        conn.execute(old.read_text(encoding="utf-8").encode())
+        conn.execute(
+            """INSERT INTO reminders (subject, body, tz, dtstart, created_at, updated_at)
+               VALUES ('kept', '', 'UTC', 0, 0, 0)"""
+        )
+    store = _open(pg_url)
+    try:
+        assert [v.subject for v in store.list_view("all", 0)] == ["kept"]
+        assert store.stats(0).retrying_targets == 0
+    finally:
+        store.close()
+    assert shape() == fresh
+    with admin_connect(pg_url) as conn:
+        meta = dict(conn.execute("SELECT name, value FROM duequeue_meta").fetchall())
+    assert meta["schema_version"] == "3"
 
 
 def test_it_refuses_a_foreign_database_and_leaves_it_untouched(pg_url: str) -> None:

@@ -31,11 +31,15 @@ def test_it_creates_the_database_owner_only_in_wal_mode(db_path: Path) -> None:
     assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
     conn = apsw.Connection(str(db_path))
     assert conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
-    assert conn.execute("PRAGMA user_version").fetchall() == [(2,)]
+    assert conn.execute("PRAGMA user_version").fetchall() == [(3,)]
+
+
+OLD_SCHEMA = Path(__file__).resolve().parent / "data" / "schema_v2.sql"  # as released
 
 
 def test_it_upgrades_a_version_1_database_in_place(db_path: Path) -> None:
-    v1 = schema_sql().replace("PRAGMA user_version = 2", "PRAGMA user_version = 1")
+    v2 = OLD_SCHEMA.read_text(encoding="utf-8")
+    v1 = v2.replace("PRAGMA user_version = 2", "PRAGMA user_version = 1")
     v1 = "\n".join(line for line in v1.splitlines() if "retried_at" not in line)
     conn = apsw.Connection(str(db_path))
     conn.execute(v1)
@@ -52,9 +56,31 @@ def test_it_upgrades_a_version_1_database_in_place(db_path: Path) -> None:
     finally:
         store.close()
     conn = apsw.Connection(str(db_path))
-    assert conn.execute("PRAGMA user_version").fetchall() == [(2,)]
+    assert conn.execute("PRAGMA user_version").fetchall() == [(3,)]
     columns = [r[1] for r in conn.execute("PRAGMA table_info(dead_letters)")]
     assert columns[-1] == "retried_at"
+
+
+def test_it_upgrades_a_version_2_database_to_the_same_tables_as_a_new_one(
+    db_path: Path, tmp_path: Path
+) -> None:
+    conn = apsw.Connection(str(db_path))
+    conn.execute(OLD_SCHEMA.read_text(encoding="utf-8"))
+    conn.close()
+    SQLiteStore(db_path).close()
+    fresh = tmp_path / "fresh.db"
+    SQLiteStore(fresh).close()
+
+    def shape(path: Path) -> dict[str, list[tuple[str, str]]]:
+        c = apsw.Connection(str(path))
+        tables = [r[0] for r in c.execute("SELECT name FROM sqlite_schema WHERE type='table'")]
+        found = {t: [(r[1], r[2]) for r in c.execute(f"PRAGMA table_info({t})")] for t in tables}
+        found["indexes"] = sorted(
+            (str(r[0]), "") for r in c.execute("SELECT name FROM sqlite_schema WHERE type='index'")
+        )
+        return found
+
+    assert shape(db_path) == shape(fresh)
 
 
 def test_health_reports_a_wrong_journal_mode_with_a_fix(db_path: Path) -> None:

@@ -110,7 +110,7 @@ def test_a_reminder_reaches_email_and_a_signed_webhook_once(
     )
 
 
-def test_a_partial_success_advances_and_never_resends_the_target_that_got_it(
+def test_a_partial_success_advances_and_retries_only_the_failed_target(
     cli: Cli, smtp: SmtpSink, http: HttpSink
 ) -> None:
     http.respond("/down", Reply(500, body=b"database on fire"))
@@ -130,17 +130,25 @@ def test_a_partial_success_advances_and_never_resends_the_target_that_got_it(
     assert row["last_error"].startswith(f"partial: webhook {http.url('/down')}: HTTP 500")
     assert row["next_fire_at"] == "2027-01-06T08:00:00.000Z"
 
-    for _ in range(10):  # the failed webhook is not retried for this fire, the email not resent
+    cli.advance(seconds=59)
+    assert counts(cli.tick()) == NOTHING  # the webhook's own backoff: 1 minute
+    cli.advance(seconds=1)
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "retried": 1}
+    cli.advance(minutes=5)
+    http.respond("/down", Reply(200))
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "sent": 1}
+    assert len(smtp.messages) == 1  # the email that got the fire never gets it again
+    down = http.requests_for("/down")
+    assert len(down) == 3
+    assert len({r.headers["webhook-id"] for r in down}) == 1  # one fire, one webhook-id
+    for _ in range(10):
         cli.advance(minutes=7)
         assert counts(cli.tick()) == NOTHING
-    assert len(smtp.messages) == 1
-    assert len(http.requests_for("/down")) == 1
 
-    http.respond("/down", Reply(200))
     cli.now = datetime(2027, 1, 6, 8, 0, 30, tzinfo=UTC)
     assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "sent": 1}
     assert len(smtp.messages) == 2
-    assert len(http.requests_for("/down")) == 2
+    assert len(http.requests_for("/down")) == 4
     ids = {r.headers["webhook-id"] for r in http.requests_for("/down")}
     assert len(ids) == 2  # one webhook-id per fire
 

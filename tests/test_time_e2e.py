@@ -107,6 +107,49 @@ def test_spring_forward_fires_a_skipped_wall_time_once_after_the_gap(
     assert every == [iso(to_ms(start + timedelta(minutes=30 * i))) for i in range(3 * 48)]
 
 
+def test_a_start_inside_the_gap_fires_at_its_end_and_then_keeps_its_wall_time(
+    db_path: Path, http: HttpSink
+) -> None:
+    cli = Cli(db_path, datetime(2027, 3, 13, 12, 0, tzinfo=UTC))
+    args = ("--at", "2027-03-14T02:30", "--tz", "America/New_York", "--rrule", "FREQ=DAILY")
+    preview = cli("add", *args, "--webhook", http.url("/gap"), "--dry-run")
+    assert preview.out.splitlines()[:3] == [
+        "2027-03-14 03:00:00 EDT (America/New_York)  2027-03-14T07:00:00.000Z",
+        "2027-03-15 02:30:00 EDT (America/New_York)  2027-03-15T06:30:00.000Z",
+        "2027-03-16 02:30:00 EDT (America/New_York)  2027-03-16T06:30:00.000Z",
+    ]
+    rid = cli.add(*args, "--webhook", http.url("/gap"))
+    assert cli.row(rid)["rrule"] == "FREQ=DAILY;BYHOUR=2;BYMINUTE=30;BYSECOND=0"
+    for moment in (
+        "2027-03-14T06:59Z",
+        "2027-03-14T07:00Z",
+        "2027-03-15T06:29Z",
+        "2027-03-15T06:30Z",
+    ):
+        cli.now = datetime.fromisoformat(moment.replace("Z", "+00:00"))
+        cli.tick()
+    assert fired(http, "/gap") == ["2027-03-14T07:00:00.000Z", "2027-03-15T06:30:00.000Z"]
+    assert cli("next", str(rid), "--count", "1").out == (
+        "2027-03-16 02:30:00 EDT (America/New_York)  2027-03-16T06:30:00.000Z\n"
+    )
+
+
+def test_an_every_3_hours_cron_fires_the_match_a_gap_skipped_after_the_gap(
+    db_path: Path, http: HttpSink
+) -> None:
+    # Santiago springs forward 2027-09-05 00:00 -04 -> 01:00 -03 (04:00Z).
+    cli = Cli(db_path, datetime(2027, 9, 4, 23, 30, tzinfo=UTC))
+    cli.add("--cron", "0 */3 * * *", "--tz", "America/Santiago", "--webhook", http.url("/c"))
+    for moment in ("01:00", "03:59", "04:00", "05:59", "06:00"):
+        cli.now = datetime.fromisoformat(f"2027-09-05T{moment}+00:00")
+        cli.tick()
+    assert fired(http, "/c") == [
+        "2027-09-05T01:00:00.000Z",  # 21:00 -04
+        "2027-09-05T04:00:00.000Z",  # the skipped 00:00 -04, 01:00 -03
+        "2027-09-05T06:00:00.000Z",  # 03:00 -03
+    ]
+
+
 def test_misfire_grace_skips_the_late_backlog_but_delivers_a_fire_still_within_it(
     db_path: Path, http: HttpSink
 ) -> None:

@@ -13,12 +13,14 @@ class Outcome:
 
     `failed` is transient (retry later); `permanent` will fail again the same way (4xx, SMTP 5xx,
     refused recipient) and is never retried. `retry_after` is the wait in seconds a server asked for
-    (Retry-After on 429/503); the policy never retries sooner than that.
+    (Retry-After on 429/503); the policy never retries sooner than that. `gone` says the endpoint
+    answered 410 Gone: the target is switched off and sent nothing more (Standard Webhooks).
     """
 
     status: Status
     error: str | None = None
     retry_after: float | None = None
+    gone: bool = False
 
 
 # The outcome of every successful send: immutable, so one instance serves them all.

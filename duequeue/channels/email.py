@@ -12,10 +12,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from email.message import EmailMessage
-from email.utils import formatdate, parseaddr
+from email.utils import format_datetime, parseaddr
 from typing import NamedTuple
 
+from duequeue.channels import smtpconnect
 from duequeue.channels.base import SENT, Message, Outcome
 from duequeue.channels.smtpurl import parse_smtp_url
 from duequeue.timefmt import iso, to_ms
@@ -31,7 +33,8 @@ def build_email(msg: Message, sender: str, to: str, now: float) -> EmailMessage:
     mail["To"] = to
     # A newline in a header value is an injection vector (and rejected by the policy).
     mail["Subject"] = " ".join(msg.subject.splitlines())
-    mail["Date"] = formatdate(now, localtime=False)
+    # An aware UTC time gives "+0000"; formatdate's "-0000" means "zone unknown" (RFC 5322).
+    mail["Date"] = format_datetime(datetime.fromtimestamp(now, UTC))
     mail["Message-ID"] = f"<{msg.delivery_id}@{_domain_of(sender)}>"
     mail["X-Duequeue-Reminder-Id"] = str(msg.reminder_id)
     mail["X-Duequeue-Fire-At"] = iso(to_ms(msg.fire_at)) or ""
@@ -76,6 +79,8 @@ class EmailChannel:
         # The connection an attempt is using, and whether the watchdog cut it; see _bounded.
         self._active: smtplib.SMTP | None = None
         self._expired = False
+        # Set once the server refused the login for good; see _login_refused.
+        self._refusal: Outcome | None = None
         self._watchdog = _Watchdog(self._expire)
 
     async def __aenter__(self) -> "EmailChannel":
@@ -114,6 +119,8 @@ class EmailChannel:
             return Outcome("failed", self._redact(f"{type(exc).__name__}: {exc}"))
 
     def _deliver(self, prepared: "_Prepared") -> Outcome:
+        if self._refusal is not None:
+            return self._refusal
         with self._bounded():
             return self._attempt(prepared)
 
@@ -162,6 +169,9 @@ class EmailChannel:
             if international:
                 return Outcome("permanent", f"SMTP server cannot take a non-ASCII address: {exc}")
             return Outcome("failed", f"SMTP: {exc}")
+        except smtplib.SMTPAuthenticationError as exc:
+            self._drop()
+            return self._login_refused(exc)
         except Exception as exc:
             # The connection is in an unknown state; the next send starts a fresh one.
             self._drop()
@@ -207,36 +217,30 @@ class EmailChannel:
     def _connection(self) -> smtplib.SMTP:
         if self._conn is not None:
             return self._conn
-        settings = self._settings
-        conn: smtplib.SMTP
-        # Built unconnected so that the watchdog knows the connection before its first read.
-        if settings.security == "tls":
-            conn = smtplib.SMTP_SSL(timeout=self._timeout, context=self._tls_context())
-        else:
-            conn = smtplib.SMTP(timeout=self._timeout)
+        context = self._tls_context()
+        conn = smtpconnect.client(self._settings, self._timeout, context)
+        # Known to the watchdog before its first read: a silent server is cut, too.
         self._active = conn
-        try:
-            code, greeting = conn.connect(settings.host, settings.port)
-            if code != 220:
-                raise smtplib.SMTPConnectError(code, greeting)
-            conn.ehlo_or_helo_if_needed()
-            if settings.security == "starttls":
-                if not conn.has_extn("starttls"):
-                    raise smtplib.SMTPNotSupportedError("server does not offer STARTTLS")
-                conn.starttls(context=self._tls_context())
-                conn.ehlo()
-            if settings.user is not None:
-                conn.login(settings.user, settings.password or "")
-        except BaseException:
-            conn.close()
-            raise
+        smtpconnect.establish(conn, self._settings, context)
         self._conn = conn
         return conn
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._tls is None:
-            self._tls = ssl.create_default_context()
+            self._tls = smtpconnect.tls_context()
         return self._tls
+
+    def _login_refused(self, exc: smtplib.SMTPAuthenticationError) -> Outcome:
+        # A refused password (535, or any 5xx) does not fix itself within the backoff, and
+        # logging in again for every email can get the account or the host locked out: the
+        # refusal is permanent and answers the rest of this channel's emails (one batch of a
+        # tick) without another login. A 4xx (454: the provider's auth service is down) is
+        # retried as usual.
+        error = self._describe(exc)
+        if 500 <= exc.smtp_code < 600:
+            self._refusal = Outcome("permanent", error)
+            return self._refusal
+        return Outcome("failed", error)
 
     def _refused(self, conn: smtplib.SMTP, what: str, code: int, reply: bytes | str) -> Outcome:
         error = f"{what} {'refused' if code >= 500 else 'deferred'}: {code} {_text(reply)}"
@@ -276,7 +280,7 @@ class EmailChannel:
             return f"SMTP timeout after {self._timeout:g}s ({where})"
         if isinstance(exc, smtplib.SMTPAuthenticationError):
             detail = self._redact(f"{exc.smtp_code} {_text(exc.smtp_error)}")
-            return f"SMTP authentication failed: {detail}"
+            return f"SMTP authentication failed for user {settings.user} ({where}): {detail}"
         if isinstance(exc, smtplib.SMTPConnectError):
             return f"SMTP server refused the connection: {exc.smtp_code} {_text(exc.smtp_error)}"
         if isinstance(exc, smtplib.SMTPResponseException):
@@ -285,7 +289,9 @@ class EmailChannel:
             return f"SMTP connection refused ({where})"
         if isinstance(exc, socket.gaierror):
             return f"SMTP host lookup failed for {settings.host}: {exc.strerror}"
-        if isinstance(exc, ssl.SSLError | ssl.CertificateError):
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return f"SMTP TLS certificate not accepted ({where}): {exc.verify_message}"
+        if isinstance(exc, ssl.SSLError):
             return f"SMTP TLS error ({where}): {exc}"
         if isinstance(exc, smtplib.SMTPServerDisconnected):
             return f"SMTP connection lost ({where}): {exc}"

@@ -4,32 +4,23 @@ import smtplib
 import socket
 import ssl
 
+from duequeue.channels import smtpconnect
 from duequeue.channels.smtpurl import parse_smtp_url
+
+_FIX = "start the SMTP server or correct DUEQUEUE_SMTP_URL (host, port, scheme, user and password)"
 
 
 def probe(smtp_url: str, timeout: float) -> str:
     """Return what the server said; raise OSError or smtplib.SMTPException when it fails.
 
-    STARTTLS and login run as a real delivery would run them, so a wrong password shows here.
+    The session opens by the routine deliveries use (connect, TLS, EHLO, STARTTLS, login), so a
+    wrong password, an untrusted certificate or a missing STARTTLS shows here.
     """
     settings = parse_smtp_url(smtp_url)
-    context = ssl.create_default_context()
-    conn: smtplib.SMTP
-    if settings.security == "tls":
-        conn = smtplib.SMTP_SSL(settings.host, settings.port, timeout=timeout, context=context)
-    else:
-        conn = smtplib.SMTP(settings.host, settings.port, timeout=timeout)
+    context = smtpconnect.tls_context()
+    conn = smtpconnect.client(settings, timeout, context)
+    smtpconnect.establish(conn, settings, context)
     try:
-        code, reply = conn.ehlo()
-        if code != 250:
-            raise smtplib.SMTPResponseException(code, reply)
-        if settings.security == "starttls":
-            if not conn.has_extn("starttls"):
-                raise smtplib.SMTPNotSupportedError("server does not offer STARTTLS")
-            conn.starttls(context=context)
-            conn.ehlo()
-        if settings.user is not None:
-            conn.login(settings.user, settings.password or "")
         code, reply = conn.noop()
         if code != 250:
             raise smtplib.SMTPResponseException(code, reply)
@@ -37,7 +28,11 @@ def probe(smtp_url: str, timeout: float) -> str:
         conn.quit()
     finally:
         conn.close()
-    return f"{settings.host}:{settings.port} answered EHLO and NOOP ({banner or 'ok'})"
+    secured = {"none": "", "starttls": ", STARTTLS", "tls": ", TLS"}[settings.security]
+    login = f", logged in as {settings.user}" if settings.user is not None else ""
+    return (
+        f"{settings.host}:{settings.port} answered EHLO and NOOP{secured}{login} ({banner or 'ok'})"
+    )
 
 
 def describe(exc: BaseException, smtp_url: str) -> str:
@@ -51,10 +46,40 @@ def describe(exc: BaseException, smtp_url: str) -> str:
     if isinstance(exc, socket.gaierror):
         return f"host lookup failed for {settings.host}"
     if isinstance(exc, smtplib.SMTPAuthenticationError):
-        return f"login refused ({where}): {exc.smtp_code}"
+        return f"login refused for user {settings.user} ({where}): {exc.smtp_code}"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS certificate not accepted ({where}): {exc.verify_message}"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS handshake failed ({where}): {exc.reason or exc}"
     if isinstance(exc, smtplib.SMTPResponseException):
         return f"unexpected reply {exc.smtp_code} ({where})"
     text = " ".join(str(exc).split())
     if settings.password and len(settings.password) >= 4:
         text = text.replace(settings.password, "***")
     return f"{type(exc).__name__} ({where}): {text}"
+
+
+def advice(exc: BaseException) -> str:
+    """Return how to fix what `exc` says is wrong."""
+    if isinstance(exc, smtplib.SMTPAuthenticationError):
+        return (
+            "correct the user and password (in DUEQUEUE_SMTP_URL, percent-encoded, or in "
+            "DUEQUEUE_SMTP_USER / DUEQUEUE_SMTP_PASSWORD)"
+        )
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return (
+            "a certificate from a private CA: set SSL_CERT_FILE to a PEM bundle holding that CA "
+            "and the public ones (README: Email over TLS); a name mismatch: use the host name "
+            "the certificate was issued for in DUEQUEUE_SMTP_URL"
+        )
+    if isinstance(exc, ssl.SSLError):
+        return (
+            "check the scheme against the port: smtps:// for TLS from the start (465), "
+            "smtp+starttls:// for STARTTLS (587)"
+        )
+    if isinstance(exc, smtplib.SMTPNotSupportedError):
+        return (
+            "the server does not offer what DUEQUEUE_SMTP_URL asks for (STARTTLS or AUTH): "
+            "check the port and scheme"
+        )
+    return _FIX

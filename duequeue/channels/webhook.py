@@ -194,6 +194,9 @@ def _classify(status: int, head: bytes, retry_after: float | None) -> Outcome:
         return Outcome("failed", f"HTTP {status} redirect not followed")
     snippet = _snippet(head)
     error = f"HTTP {status}: {snippet}" if snippet else f"HTTP {status}"
+    if status == 410:
+        # Standard Webhooks: the receiver removed the endpoint and asks the sender to stop.
+        return Outcome("permanent", error + " (endpoint gone: target disabled)", gone=True)
     if 400 <= status < 500 and status not in _TRANSIENT_4XX:
         return Outcome("permanent", error)
     return Outcome("failed", error, retry_after)

@@ -39,15 +39,16 @@ def postgres_module() -> ModuleType:
     return postgres
 
 
-def open_store(db: str, busy_timeout_s: float = 5.0) -> Store:
+def open_store(db: str, busy_timeout_s: float = 5.0, create: bool = True) -> Store:
     """Open the store a --db value names: a postgresql:// URL selects PostgreSQL, a path SQLite.
 
     `busy_timeout_s` is how long an SQLite write waits for another process's lock before
-    failing; PostgreSQL locks rows, not the database, and a tick never waits on one.
+    failing; PostgreSQL locks rows, not the database, and a tick never waits on one. Without
+    `create`, a missing SQLite file is an error instead of a new empty database.
     """
     if is_postgres_url(db):
         store: Store = postgres_module().PostgresStore(db)
         return store
     from duequeue.store.sqlite import SQLiteStore
 
-    return SQLiteStore(db, busy_timeout_ms=max(1, round(busy_timeout_s * 1000)))
+    return SQLiteStore(db, busy_timeout_ms=max(1, round(busy_timeout_s * 1000)), create=create)

@@ -46,11 +46,12 @@ class NewReminder:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A stored target."""
+    """A stored target; `disabled_at` is set once its endpoint answered 410 Gone."""
 
     id: int
     channel: Channel
     address: str
+    disabled_at: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,14 @@ class Claimed:
     # fire_at is a dead fire an operator re-armed (`retry`): it goes out however late it is, and
     # the fires between it and now were handled already, so none of them counts as skipped.
     rearmed: bool = False
+    # Set for a per-target retry (the target_retries row's id): `targets` is that one target,
+    # `error_count` its failed attempts at `fire_at`, and the reminder row itself is not leased.
+    retry_id: int | None = None
+
+    @property
+    def unit(self) -> int:
+        """Return the claim's key in write-backs and releases (see Store.release)."""
+        return self.id if self.retry_id is None else -self.retry_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +101,23 @@ class DeliveryRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class NewTargetRetry:
+    """A target that failed on a fire other targets got (partial success): it retries that
+    fire on its own from `next_try_at`, `error_count` failures in."""
+
+    target_id: int
+    error_count: int
+    next_try_at: int
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class WriteBack:
-    """The new state of a claimed row after a tick tried its pending fire."""
+    """The new state of a claimed row after a tick tried its pending fire.
+
+    For a per-target retry (`retry_id` set) state `done` means the target got the fire, `pending`
+    that it retries at next_fire_at, `dead` that it became a dead letter of its fire.
+    """
 
     reminder_id: int
     fire_at: int  # the fire that was tried
@@ -108,6 +132,22 @@ class WriteBack:
     # When the fire died: the end of the attempt that killed it, which is later than the tick's
     # `now` (the claim) by the time its deliveries took. None: the write-back's `now`.
     dead_at: int | None = None
+    retry_id: int | None = None  # the write-back of a per-target retry, see Claimed.retry_id
+    # Failed attempts of fire_at, for its dead letter, when not error_count (a recurring row
+    # starts its next fire at 0 errors; a partial success does not count its failure).
+    failures: int | None = None
+    retries: tuple[NewTargetRetry, ...] = ()  # failed targets of a partial success
+    disable: tuple[int, ...] = ()  # target ids whose endpoint answered 410 Gone
+
+    @property
+    def dead_errors(self) -> int:
+        """Return the failed attempts its dead letter records."""
+        return self.error_count if self.failures is None else self.failures
+
+    @property
+    def unit(self) -> int:
+        """Return the key of the claim this writes back (Claimed.unit)."""
+        return self.reminder_id if self.retry_id is None else -self.retry_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +188,18 @@ class DeadLetter:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingRetry:
+    """A failed target of a partial success, retrying its fire on its own."""
+
+    reminder_id: int
+    target_id: int
+    fire_at: int
+    error_count: int
+    last_error: str | None
+    next_try_at: int
+
+
+@dataclass(frozen=True, slots=True)
 class Change:
     """What `cancel` or `retry_dead` did to one reminder: applied, or skipped with a reason."""
 
@@ -168,6 +220,8 @@ class Stats:
     retrying: int  # pending rows backing off after failures
     leased: int  # rows a tick holds right now
     dead_letters: int  # dead fires not retried, of rows not cancelled (what inspect --dead lists)
+    retrying_targets: int  # failed targets of a partial success retrying their fire on their own
+    disabled_targets: int  # targets switched off after 410 Gone, of rows not cancelled
     oldest_due_at: int | None  # the smallest next_fire_at among due rows
     sent_last_hour: int
     failed_last_hour: int  # ledger rows `failed` or `permanent`
@@ -216,7 +270,9 @@ class Store(ABC):
     ) -> list[Claimed]:
         """Lease up to `limit` due rows, oldest due first, for `owner` until now + lease_ms.
 
-        Due means next_fire_at <= now, error_count < max_errors, and no live lease.
+        Due means next_fire_at <= now, error_count < max_errors, and no live lease. Up to
+        `limit` due per-target retries (next_try_at <= now, no live lease) are leased too, each
+        as a Claimed with `retry_id` set. Disabled targets are left out of every claim.
         """
 
     @abstractmethod
@@ -226,11 +282,18 @@ class Store(ABC):
 
     @abstractmethod
     def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
-        """Apply write-backs of rows still leased by `owner`; return how many applied."""
+        """Apply write-backs of claims still leased by `owner`; return how many applied.
+
+        In the same transaction: a dead letter for `dead_letter` items, the per-target retries
+        of `retries`, and `disable` targets switched off.
+        """
 
     @abstractmethod
     def release(self, owner: str, ids: Sequence[int], now: int) -> int:
-        """Drop `owner`'s lease on rows it did not finish, so the next tick takes them."""
+        """Drop `owner`'s lease on claims it did not finish, so the next tick takes them.
+
+        `ids` are Claimed.unit keys: a reminder id, or minus a per-target retry's id.
+        """
 
     @abstractmethod
     def list_view(
@@ -274,7 +337,9 @@ class Store(ABC):
         """Mark reminders cancelled (next_fire_at NULL, lease dropped) so they never fire again.
 
         Dropping the lease makes a running tick's write-back of the row fail, so cancellation
-        wins over it. Rows already cancelled or finished (done) are skipped with a reason.
+        wins over it. Its per-target retries are dropped with it (even a finished one-shot's).
+        Rows already cancelled are skipped with a reason, and so are finished (done) rows
+        with no per-target retry left.
         Raise NotFoundError, writing nothing, if an id names no reminder.
         """
 
@@ -288,8 +353,19 @@ class Store(ABC):
         fire already due (a recurring row's regular fire, or a fire re-armed before): re-arming
         then would drop that fire. Raise NotFoundError, writing nothing, if an id names no
         reminder. A later claim of the re-armed fire has `rearmed` set and ignores `permanent`
-        outcomes recorded before the retry; targets already `sent` stay sent.
+        outcomes recorded before the retry; targets already `sent` stay sent. Per-target
+        retries of the re-armed fire are folded into it (the row now delivers them), and a row
+        with one of them leased by a tick is skipped like a leased row.
         """
+
+    @abstractmethod
+    def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
+        """Return a reminder's per-target retries still under way, oldest fire first."""
+
+    @abstractmethod
+    def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
+        """Switch disabled targets of these reminders back on; a reminder with none is skipped
+        with a reason. Raise NotFoundError, writing nothing, if an id names no reminder."""
 
     @abstractmethod
     def stats(self, now: int) -> Stats:

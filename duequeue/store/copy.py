@@ -18,7 +18,7 @@ from duequeue.store.postgres import PostgresStore
 from duequeue.store.sqlite import SQLiteStore
 
 # Parents before children, so the foreign keys hold row by row.
-TABLES = ("reminders", "targets", "deliveries", "dead_letters")
+TABLES = ("reminders", "targets", "deliveries", "dead_letters", "target_retries")
 _NOT_COPIED = {"lease_owner", "lease_until"}
 
 
@@ -30,13 +30,15 @@ class Copied:
     targets: int
     deliveries: int
     dead_letters: int
+    target_retries: int
 
 
 def sqlite_to_postgres(source: str, target: str) -> Copied:
     """Copy every row of the SQLite database at `source` into the empty PostgreSQL `target`."""
     if not Path(source).is_file():
         raise StoreError(f"no SQLite database at {source} to migrate from")
-    SQLiteStore(source).close()  # refuses a foreign or newer file; brings an older one up to date
+    SQLiteStore(source, create=False).close()  # refuses a missing, foreign or newer file;
+    # brings an older one up to date
     store = PostgresStore(target)
     try:
         conn = apsw.Connection(source, flags=apsw.SQLITE_OPEN_READONLY)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from duequeue.errors import NotFoundError
+from duequeue.store import retries
 from duequeue.store.base import (
     Change,
     DeadLetter,
@@ -24,6 +25,17 @@ from duequeue.store.rows import (
     reminder_values,
     retry_refusal,
 )
+
+
+def runner(cur: Cursor) -> retries.Run:
+    """Return cur as the runner the shared statements of store/retries.py take."""
+
+    def run(sql: str, args: Any) -> list[tuple[Any, ...]]:
+        cur.execute(sql.encode(), args)
+        return cur.fetchall() if cur.description is not None else []
+
+    return run
+
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -109,11 +121,13 @@ def cancel(cur: Cursor, ids: Sequence[int], now: int) -> list[Change]:
     """Cancel rows; see Store.cancel."""
     states = _states(cur, ids)
     changes = []
+    run = runner(cur)
     for rid in dict.fromkeys(ids):
-        refusal = cancel_refusal(states[rid])
+        refusal = cancel_refusal(states[rid], retries.has_any(run, retries.POSTGRES, rid))
         if refusal is not None:
             changes.append(Change(rid, skipped=refusal))
             continue
+        retries.drop(run, retries.POSTGRES, rid, None, None)
         # Clearing the lease is what makes cancellation win: a running tick's write-back
         # requires its lease, so it cannot put a next fire back on this row.
         cur.execute(
@@ -146,6 +160,13 @@ def retry_dead(cur: Cursor, ids: Sequence[int] | None, now: int) -> list[Change]
         row = cur.fetchone()
         oldest = None if row is None else row[0]
         reason = retry_refusal(states[rid], oldest, now)
+        # See sqlite_ops.retry_dead: the re-armed fire takes over its targets' retries.
+        if (
+            reason is None
+            and oldest is not None
+            and not retries.drop(runner(cur), retries.POSTGRES, rid, int(oldest), now)
+        ):
+            reason = "a tick is delivering it; retry after the tick"
         if reason is not None or oldest is None:  # no dead fire always has a reason
             changes.append(Change(rid, skipped=reason))
             continue
@@ -199,7 +220,10 @@ def stats(cur: Cursor, now: int) -> Stats:
     )
     ledger = cur.fetchone()
     assert ledger is not None
+    retrying, disabled = retries.counts(runner(cur), retries.POSTGRES)
     return Stats(
+        retrying_targets=retrying,
+        disabled_targets=disabled,
         pending=int(row[0]),
         done=int(row[1]),
         dead=int(row[2]),
@@ -218,15 +242,19 @@ def stats(cur: Cursor, now: int) -> Stats:
 
 # Ledger rows of a fire that may still be delivered: the row's pending fire, or a dead fire
 # awaiting retry. Deleting them would let that fire reach a target a second time.
-_PROTECTED = """EXISTS (SELECT 1 FROM reminders r
+_PROTECTED = (
+    """EXISTS (SELECT 1 FROM reminders r
                         WHERE r.id = deliveries.reminder_id AND r.fire_at = deliveries.fire_at)
              OR EXISTS (SELECT 1 FROM dead_letters x
                         WHERE x.reminder_id = deliveries.reminder_id
-                          AND x.fire_at = deliveries.fire_at AND x.retried_at IS NULL)"""
+                          AND x.fire_at = deliveries.fire_at AND x.retried_at IS NULL)
+             OR """
+    + retries.PROTECTED
+)
 
-_DOOMED = """(done_at < %(before)s AND cancelled_at IS NULL AND NOT EXISTS (
+_DOOMED = f"""(done_at < %(before)s AND cancelled_at IS NULL AND NOT EXISTS (
                  SELECT 1 FROM dead_letters x WHERE x.reminder_id = reminders.id
-                   AND x.retried_at IS NULL))
+                   AND x.retried_at IS NULL) AND NOT {retries.RETRYING})
              OR cancelled_at < %(before)s"""
 
 

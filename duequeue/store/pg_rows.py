@@ -7,15 +7,19 @@ from duequeue.store.pg_session import Cursor
 from duequeue.store.rows import LedgerState
 
 
-def targets(cur: Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
+def targets(
+    cur: Cursor, ids: Sequence[int], *, enabled_only: bool = False
+) -> dict[int, tuple[Target, ...]]:
     found: dict[int, list[Target]] = {}
+    enabled = "AND disabled_at IS NULL" if enabled_only else ""
     cur.execute(
-        """SELECT reminder_id, id, channel, address FROM targets
-           WHERE reminder_id = ANY(%s) ORDER BY id""",
+        f"""SELECT reminder_id, id, channel, address, disabled_at FROM targets
+           WHERE reminder_id = ANY(%s) {enabled} ORDER BY id""".encode(),
         (list(ids),),
     )
-    for rid, tid, channel, address in cur.fetchall():
-        found.setdefault(int(rid), []).append(Target(int(tid), channel, address))
+    for rid, tid, channel, address, disabled in cur.fetchall():
+        disabled = None if disabled is None else int(disabled)
+        found.setdefault(int(rid), []).append(Target(int(tid), channel, address, disabled))
     return {rid: tuple(ts) for rid, ts in found.items()}
 
 

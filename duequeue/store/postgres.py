@@ -7,7 +7,7 @@ columns carry the ownership past the transaction exactly as on SQLite.
 
 from collections.abc import Sequence
 
-from duequeue.store import pg_ops, pg_rows
+from duequeue.store import pg_ops, pg_rows, retries
 from duequeue.store import rows as shared
 from duequeue.store.base import (
     Change,
@@ -16,6 +16,7 @@ from duequeue.store.base import (
     DeliveryRecord,
     HealthCheck,
     NewReminder,
+    PendingRetry,
     PruneCounts,
     ReminderView,
     Stats,
@@ -54,7 +55,7 @@ _WRITE_BACK = """
     RETURNING id),
     letter AS (
     INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at)
-    SELECT id, %(fire)s, %(errors)s, %(error)s, %(dead_at)s FROM done WHERE %(dead)s
+    SELECT id, %(fire)s, %(failures)s, %(error)s, %(dead_at)s FROM done WHERE %(dead)s
     ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
         error_count = excluded.error_count, last_error = excluded.last_error,
         dead_at = excluded.dead_at, retried_at = NULL)
@@ -99,13 +100,16 @@ class PostgresStore(Store):
         params = {"owner": owner, "until": now + lease_ms, "now": now, "max": max_errors}
 
         def work(cur: Cursor) -> list[Claimed]:
+            again = retries.claim(
+                pg_ops.runner(cur), retries.POSTGRES, owner, now, now + lease_ms, limit
+            )
             cur.execute(_CLAIM, {**params, "limit": limit})
             rows = cur.fetchall()
             if not rows:
-                return []
+                return again
             shared.sort_claimed(rows)
             ids = [int(row[0]) for row in rows]
-            targets = pg_rows.targets(cur, ids)
+            targets = pg_rows.targets(cur, ids, enabled_only=True)
             ledger, rearmed = pg_rows.ledger_state(cur, ids, [int(row[9]) for row in rows])
             claimed = [
                 shared.claimed(
@@ -116,7 +120,7 @@ class PostgresStore(Store):
                 )
                 for rid, row in zip(ids, rows, strict=True)
             ]
-            return claimed
+            return claimed + again
 
         # Repeating is safe: if the lost transaction did commit, its rows stay leased to us
         # unseen and are retaken when the lease runs out, like a crashed tick's; never twice.
@@ -162,7 +166,17 @@ class PostgresStore(Store):
         if not items:
             return 0
 
+        rows = [w for w in items if w.retry_id is None]
+
         def work(cur: Cursor) -> int:
+            run = pg_ops.runner(cur)
+            applied = sum(
+                retries.write_retry(run, retries.POSTGRES, w, owner, now)
+                for w in items
+                if w.retry_id is not None
+            )
+            if not rows:
+                return applied
             # One statement per row, but sent together: psycopg pipelines an executemany, so a
             # batch costs about one round trip instead of one per row (~0.2 ms each even on
             # loopback). Each statement returns how many rows it applied: 0 when the lease
@@ -180,21 +194,26 @@ class PostgresStore(Store):
                         "skipped": w.skipped,
                         "state": w.state,
                         "dead": w.dead_letter,
+                        "failures": w.dead_errors,
                         "now": now,
                         "dead_at": now if w.dead_at is None else w.dead_at,
                         "id": w.reminder_id,
                         "owner": owner,
                     }
-                    for w in items
+                    for w in rows
                 ],
                 returning=True,
             )
-            applied = 0
+            done = []
             while True:
                 row = cur.fetchone()
-                applied += int(row[0]) if row else 0
+                done.append(int(row[0]) if row else 0)
                 if not cur.nextset():
-                    return applied
+                    break
+            for w, n in zip(rows, done, strict=True):
+                if n and (w.retries or w.disable):
+                    retries.after_row(run, retries.POSTGRES, w, now)
+            return applied + sum(done)
 
         # Repeating is safe: a write-back that did commit cleared our lease, so the repeat
         # matches no row (and counts 0) instead of applying twice.
@@ -206,15 +225,35 @@ class PostgresStore(Store):
         if not ids:
             return 0
 
+        rows = [i for i in ids if i > 0]
+        again = [-i for i in ids if i < 0]
+
         def work(cur: Cursor) -> None:
             cur.execute(
                 """UPDATE reminders SET lease_owner = NULL, lease_until = NULL, updated_at = %s
                    WHERE id = ANY(%s) AND lease_owner = %s""",
-                (now, list(ids), owner),
+                (now, rows, owner),
             )
+            retries.release(pg_ops.runner(cur), retries.POSTGRES, owner, again)
 
-        self.session.transact(work, what="release", repeatable=True, one_statement=True)
+        self.session.transact(work, what="release", repeatable=True, one_statement=not again)
         return len(ids)
+
+    def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
+        return self.session.transact(
+            lambda cur: retries.pending(pg_ops.runner(cur), retries.POSTGRES, reminder_id),
+            what="reading retries",
+            repeatable=True,
+        )
+
+    def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
+        def work(cur: Cursor) -> list[Change]:
+            cur.execute("SELECT id FROM reminders WHERE id = ANY(%s)", (list(ids),))
+            known = {int(r[0]) for r in cur.fetchall()}
+            changed = retries.enable(pg_ops.runner(cur), retries.POSTGRES, ids)
+            return shared.enabled(ids, known, changed)
+
+        return self.session.transact(work, what="enable", repeatable=True)
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -9,7 +9,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from duequeue.store.base import NO_ATTEMPTS, Claimed, NewReminder, ReminderView, Target
+from duequeue.errors import NotFoundError
+from duequeue.store.base import (
+    NO_ATTEMPTS,
+    Change,
+    Claimed,
+    NewReminder,
+    ReminderView,
+    Target,
+)
 
 # The columns of a new reminder, in reminder_values' order.
 REMINDER_FIELDS = (
@@ -170,14 +178,26 @@ def view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
     return found
 
 
-def cancel_refusal(state: Sequence[Any]) -> str | None:
-    """Return why a row in `_states` form cannot be cancelled, or None if it can."""
+def cancel_refusal(state: Sequence[Any], retrying: bool) -> str | None:
+    """Return why a row in `_states` form cannot be cancelled, or None if it can; a finished
+    row whose targets still retry a fire (`retrying`) can be, which stops those retries."""
     _rule, _fire, _lease, done_at, cancelled_at = state
     if cancelled_at is not None:
         return "already cancelled"
-    if done_at is not None:
+    if done_at is not None and not retrying:
         return "already finished (done)"
     return None
+
+
+def enabled(ids: Sequence[int], known: set[int], changed: set[int]) -> list[Change]:
+    """Return what `enable` did to each reminder; raise on an id that names none."""
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise NotFoundError(f"no reminder with id {missing[0]}")
+    return [
+        Change(rid) if rid in changed else Change(rid, skipped="no disabled target")
+        for rid in dict.fromkeys(ids)
+    ]
 
 
 def retry_refusal(state: Sequence[Any], oldest_dead: int | None, now: int) -> str | None:

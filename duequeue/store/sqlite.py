@@ -11,11 +11,14 @@ from typing import Any, cast
 import apsw
 
 from duequeue.errors import StoreError
+from duequeue.store import access, retries
 from duequeue.store import rows as shared
 from duequeue.store.base import (
+    Change,
     Claimed,
     DeliveryRecord,
     NewReminder,
+    PendingRetry,
     ReminderView,
     Store,
     Target,
@@ -25,12 +28,13 @@ from duequeue.store.base import (
 from duequeue.store.sqlite_errors import guarded, one_line, store_error
 from duequeue.store.sqlite_ops import REMINDER_PARAMS, OperatorQueries
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
 BUSY_TIMEOUT_MS = 5000
 
-_ANY_DUE = """SELECT 1 FROM reminders WHERE next_fire_at <= :now AND error_count < :max
-    AND (lease_until IS NULL OR lease_until < :now) LIMIT 1"""
+_ANY_DUE = f"""SELECT EXISTS (SELECT 1 FROM reminders WHERE next_fire_at <= :now
+    AND error_count < :max AND (lease_until IS NULL OR lease_until < :now))
+    OR EXISTS ({retries.ANY_DUE})"""
 
 
 def schema_sql() -> str:
@@ -43,10 +47,12 @@ class SQLiteStore(OperatorQueries, Store):
 
     schema_version = SCHEMA_VERSION
 
-    def __init__(self, path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(
+        self, path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS, create: bool = True
+    ) -> None:
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
-        self._conn = _connect(self.path, busy_timeout_ms)
+        self._conn = _connect(self.path, busy_timeout_ms, create)
         try:
             self._ensure_schema()
         except apsw.Error as exc:
@@ -95,11 +101,11 @@ class SQLiteStore(OperatorQueries, Store):
                 if version == 0 and app_id == 0:
                     cur.execute(schema_sql())
                     return
-        if app_id == APPLICATION_ID and version == 1:
+        if app_id == APPLICATION_ID and 0 < version < SCHEMA_VERSION:
             _use_wal(self._conn, self.path)
             with self._write() as cur:
-                if self._header()[1] == 1:  # another process may have upgraded it meanwhile
-                    _upgrade_from_1(cur)
+                # Read again under the write lock: another process may have upgraded it.
+                _upgrade(cur, self._header()[1])
             return
         if app_id != APPLICATION_ID:
             raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
@@ -146,9 +152,10 @@ class SQLiteStore(OperatorQueries, Store):
         self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str
     ) -> list[Claimed]:
         # A read first: the usual tick (nothing due) then never takes the write lock.
-        if not _fetch(self._conn, _ANY_DUE, {"now": now, "max": max_errors}):
+        if not _fetch(self._conn, _ANY_DUE, {"now": now, "max": max_errors})[0][0]:
             return []
         with self._write() as cur:
+            again = retries.claim(_runner(cur), retries.SQLITE, owner, now, now + lease_ms, limit)
             rows = _fetch(
                 cur,
                 f"""UPDATE reminders SET lease_owner = :owner, lease_until = :until,
@@ -168,10 +175,10 @@ class SQLiteStore(OperatorQueries, Store):
                 },
             )
             if not rows:
-                return []
+                return again
             shared.sort_claimed(rows)
             ids = [int(row[0]) for row in rows]
-            targets = self._targets(cur, ids)
+            targets = self._targets(cur, ids, enabled_only=True)
             retried = self._retried(cur, ids)
             fires = [(rid, int(row[9])) for rid, row in zip(ids, rows, strict=True)]
             ledger = self._ledger_state(cur, fires, retried)
@@ -184,7 +191,7 @@ class SQLiteStore(OperatorQueries, Store):
                 )
                 for (rid, fire), row in zip(fires, rows, strict=True)
             ]
-        return claimed
+        return claimed + again
 
     @guarded
     def record(self, records: Sequence[DeliveryRecord]) -> None:
@@ -209,34 +216,40 @@ class SQLiteStore(OperatorQueries, Store):
             # One executemany for the common case (no dead letter): a statement per row cost
             # a measurable share of a 20,000-row tick. A row whose lease was lost matches
             # nothing, so the change count says how many applied.
-            plain = [_write_back_params(w, now, owner) for w in items if not w.dead_letter]
+            plain = [_write_back_params(w, now, owner) for w in items if _plain(w)]
             if plain:
                 before = self._conn.total_changes()
                 cur.executemany(_WRITE_BACK, plain)
                 applied += self._conn.total_changes() - before
+            run = _runner(cur)
             for w in items:
-                if not w.dead_letter:
+                if _plain(w):
+                    continue
+                if w.retry_id is not None:
+                    applied += retries.write_retry(run, retries.SQLITE, w, owner, now)
                     continue
                 cur.execute(_WRITE_BACK, _write_back_params(w, now, owner))
                 if self._conn.changes() != 1:
                     continue  # the lease was lost: the row is someone else's now
                 applied += 1
-                cur.execute(
-                    """INSERT INTO dead_letters
-                           (reminder_id, fire_at, error_count, last_error, dead_at)
-                       VALUES (?, ?, ?, ?, ?)
-                       ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
-                           error_count = excluded.error_count,
-                           last_error = excluded.last_error, dead_at = excluded.dead_at,
-                           retried_at = NULL""",
-                    (
-                        w.reminder_id,
-                        w.fire_at,
-                        w.error_count,
-                        w.last_error,
-                        now if w.dead_at is None else w.dead_at,
-                    ),
-                )
+                if w.dead_letter:
+                    cur.execute(
+                        """INSERT INTO dead_letters
+                               (reminder_id, fire_at, error_count, last_error, dead_at)
+                           VALUES (?, ?, ?, ?, ?)
+                           ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
+                               error_count = excluded.error_count,
+                               last_error = excluded.last_error, dead_at = excluded.dead_at,
+                               retried_at = NULL""",
+                        (
+                            w.reminder_id,
+                            w.fire_at,
+                            w.dead_errors,
+                            w.last_error,
+                            now if w.dead_at is None else w.dead_at,
+                        ),
+                    )
+                retries.after_row(run, retries.SQLITE, w, now)
         return applied
 
     @guarded
@@ -247,9 +260,27 @@ class SQLiteStore(OperatorQueries, Store):
             cur.executemany(
                 """UPDATE reminders SET lease_owner = NULL, lease_until = NULL, updated_at = ?
                    WHERE id = ? AND lease_owner = ?""",
-                [(now, rid, owner) for rid in ids],
+                [(now, rid, owner) for rid in ids if rid > 0],
             )
+            retries.release(_runner(cur), retries.SQLITE, owner, [-i for i in ids if i < 0])
         return len(ids)
+
+    @guarded
+    def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
+        return retries.pending(_runner(self._conn.cursor()), retries.SQLITE, reminder_id)
+
+    @guarded
+    def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
+        with self._write() as cur:
+            run = _runner(cur)
+            known = {
+                int(r[0])
+                for r in run(
+                    "SELECT id FROM reminders WHERE id IN (SELECT value FROM json_each(:ids))",
+                    {"ids": _json_ints(ids)},
+                )
+            }
+            return shared.enabled(ids, known, retries.enable(run, retries.SQLITE, ids))
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -316,16 +347,19 @@ class SQLiteStore(OperatorQueries, Store):
         return [DeliveryRecord(*row) for row in rows]
 
     @staticmethod
-    def _targets(cur: apsw.Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
+    def _targets(
+        cur: apsw.Cursor, ids: Sequence[int], *, enabled_only: bool = False
+    ) -> dict[int, tuple[Target, ...]]:
         found: dict[int, list[Target]] = {}
         # json_each keeps this one statement whatever the batch size (no variable limit).
-        for rid, tid, channel, address in _fetch(
+        for rid, tid, channel, address, disabled in _fetch(
             cur,
-            """SELECT reminder_id, id, channel, address FROM targets
-               WHERE reminder_id IN (SELECT value FROM json_each(?)) ORDER BY id""",
+            f"""SELECT reminder_id, id, channel, address, disabled_at FROM targets
+               WHERE reminder_id IN (SELECT value FROM json_each(?))
+               {"AND disabled_at IS NULL" if enabled_only else ""} ORDER BY id""",
             (_json_ints(ids),),
         ):
-            found.setdefault(int(rid), []).append(Target(int(tid), channel, address))
+            found.setdefault(int(rid), []).append(Target(int(tid), channel, address, disabled))
         return {rid: tuple(ts) for rid, ts in found.items()}
 
     @staticmethod
@@ -380,6 +414,15 @@ _WRITE_BACK = """UPDATE reminders SET
    WHERE id = ?10 AND lease_owner = ?11"""
 
 
+def _plain(w: WriteBack) -> bool:
+    """Tell whether a write-back is the row's update alone (the common case, batched)."""
+    return not (w.dead_letter or w.retries or w.disable or w.retry_id is not None)
+
+
+def _runner(cur: apsw.Cursor) -> retries.Run:
+    return lambda sql, args: _fetch(cur, sql, args)
+
+
 def _write_back_params(w: WriteBack, now: int, owner: str) -> Row:
     return (
         w.pending_fire_at,
@@ -397,9 +440,14 @@ def _write_back_params(w: WriteBack, now: int, owner: str) -> Row:
     )
 
 
-def _upgrade_from_1(cur: apsw.Cursor) -> None:
-    """Bring a version 1 database to version 2: dead letters learn when they were retried."""
-    cur.execute("ALTER TABLE dead_letters ADD COLUMN retried_at INTEGER")
+def _upgrade(cur: apsw.Cursor, version: int) -> None:
+    """Bring an older database to SCHEMA_VERSION, one version at a time, in one transaction."""
+    if version < 2:  # dead letters learn when they were retried
+        cur.execute("ALTER TABLE dead_letters ADD COLUMN retried_at INTEGER")
+    if version < 3:
+        cur.execute(
+            retries.UPGRADE_TO_3.replace("{ID}", "INTEGER PRIMARY KEY").replace("{INT}", "INTEGER")
+        )
     cur.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
@@ -412,9 +460,14 @@ def _json_ints(ids: Sequence[int]) -> str:
     return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
-def _connect(path: Path, busy_timeout_ms: int) -> apsw.Connection:
+def _connect(path: Path, busy_timeout_ms: int, create: bool) -> apsw.Connection:
     try:
         if not path.exists():
+            if not create:
+                raise StoreError(
+                    f"database {path} does not exist (check --db / DUEQUEUE_DB; "
+                    "`duequeue add` or `import` creates it)"
+                )
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             _create(path)
         elif _empty(path):
@@ -426,7 +479,10 @@ def _connect(path: Path, busy_timeout_ms: int) -> apsw.Connection:
             )
         conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
     except OSError as exc:
-        raise StoreError(f"cannot open database {path}: {one_line(exc)}") from exc
+        # The OS names whichever path failed (a parent, the temporary file of _create); say
+        # which one this user lacks access to, and how to fix it.
+        why = access.problem(path, write=True) or exc.strerror or one_line(exc)
+        raise StoreError(f"cannot open database {path}: {why}") from exc
     except apsw.Error as exc:
         raise store_error(path, busy_timeout_ms, exc) from exc
     try:

@@ -41,6 +41,12 @@ def store_error(path: Path, busy_timeout_ms: int, exc: apsw.Error) -> StoreError
         )
     if isinstance(exc, apsw.NotADBError):
         return StoreError(f"{path} is not an SQLite database")
+    if isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError | apsw.PermissionsError):
+        from duequeue.store.access import problem
+
+        why = problem(path, write=True)
+        if why is not None:
+            return StoreError(f"cannot open database {path}: {why}")
     if isinstance(exc, apsw.CorruptError):
         return StoreError(f"database {path} is corrupt ({one_line(exc)}); restore it from a backup")
     return StoreError(f"database {path}: {one_line(exc)}")

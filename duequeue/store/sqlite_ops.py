@@ -12,6 +12,7 @@ from typing import Any, cast
 import apsw
 
 from duequeue.errors import NotFoundError
+from duequeue.store import retries
 from duequeue.store.base import (
     Change,
     DeadLetter,
@@ -110,6 +111,10 @@ def _fetch(cur: apsw.Cursor, sql: str, args: Any = None) -> list[Row]:
     return cast(list[Row], cur.execute(sql, args).fetchall())
 
 
+def _run(cur: apsw.Cursor) -> retries.Run:
+    return lambda sql, args: _fetch(cur, sql, args)
+
+
 def _ids_json(ids: Sequence[int]) -> str:
     return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
@@ -170,11 +175,13 @@ def cancel(cur: apsw.Cursor, ids: Sequence[int], now: int) -> list[Change]:
     """Cancel rows; see Store.cancel."""
     states = _states(cur, ids)
     changes = []
+    run = _run(cur)
     for rid in dict.fromkeys(ids):
-        refusal = cancel_refusal(states[rid])
+        refusal = cancel_refusal(states[rid], retries.has_any(run, retries.SQLITE, rid))
         if refusal is not None:
             changes.append(Change(rid, skipped=refusal))
             continue
+        retries.drop(run, retries.SQLITE, rid, None, None)
         # Clearing the lease is what makes cancellation win: a running tick's write-back
         # requires its lease, so it cannot put a next fire back on this row.
         cur.execute(
@@ -210,6 +217,14 @@ def retry_dead(cur: apsw.Cursor, ids: Sequence[int] | None, now: int) -> list[Ch
             (rid,),
         )[0][0]
         reason = retry_refusal(states[rid], oldest, now)
+        # The re-armed fire delivers to every target that lacks it, so it takes over its
+        # targets' own retries; not while a tick is sending one of them.
+        if (
+            reason is None
+            and oldest is not None
+            and not retries.drop(_run(cur), retries.SQLITE, rid, int(oldest), now)
+        ):
+            reason = "a tick is delivering it; retry after the tick"
         if reason is not None or oldest is None:  # no dead fire always has a reason
             changes.append(Change(rid, skipped=reason))
             continue
@@ -260,7 +275,10 @@ def stats(cur: apsw.Cursor, now: int) -> Stats:
            FROM deliveries WHERE at > :day AND at <= :now""",
         {"hour": now - HOUR_MS, "day": now - DAY_MS, "now": now},
     )
+    retrying, disabled = retries.counts(_run(cur), retries.SQLITE)
     return Stats(
+        retrying_targets=retrying,
+        disabled_targets=disabled,
         pending=row[0],
         done=row[1],
         dead=row[2],
@@ -279,15 +297,19 @@ def stats(cur: apsw.Cursor, now: int) -> Stats:
 
 # Ledger rows of a fire that may still be delivered: the row's pending fire, or a dead fire
 # awaiting retry. Deleting them would let that fire reach a target a second time.
-_PROTECTED = """EXISTS (SELECT 1 FROM reminders r
+_PROTECTED = (
+    """EXISTS (SELECT 1 FROM reminders r
                         WHERE r.id = deliveries.reminder_id AND r.fire_at = deliveries.fire_at)
              OR EXISTS (SELECT 1 FROM dead_letters x
                         WHERE x.reminder_id = deliveries.reminder_id
-                          AND x.fire_at = deliveries.fire_at AND x.retried_at IS NULL)"""
+                          AND x.fire_at = deliveries.fire_at AND x.retried_at IS NULL)
+             OR """
+    + retries.PROTECTED
+)
 
-_DOOMED = """(done_at < :before AND cancelled_at IS NULL AND NOT EXISTS (
+_DOOMED = f"""(done_at < :before AND cancelled_at IS NULL AND NOT EXISTS (
                  SELECT 1 FROM dead_letters x WHERE x.reminder_id = reminders.id
-                   AND x.retried_at IS NULL))
+                   AND x.retried_at IS NULL) AND NOT {retries.RETRYING})
              OR cancelled_at < :before"""
 
 

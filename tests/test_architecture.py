@@ -1,0 +1,73 @@
+"""ARCHITECTURE.md stays true: every module is on the map, and no layer imports one above it."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "duequeue"
+MAP = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+
+
+def modules() -> list[Path]:
+    return sorted(p.relative_to(PACKAGE) for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
+
+
+def imports(module: Path) -> set[str]:
+    """Return the duequeue modules `module` imports, as dotted names below the package."""
+    tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("duequeue"):
+            base = node.module.removeprefix("duequeue").lstrip(".")
+            for alias in node.names:  # `from duequeue.store import retries` names a module
+                found.add(f"{base}.{alias.name}".lstrip("."))
+                found.add(base)
+        elif isinstance(node, ast.Import):
+            found |= {a.name.removeprefix("duequeue.") for a in node.names if a.name != "duequeue"}
+    return {f for f in found if f}
+
+
+@pytest.mark.parametrize("module", modules(), ids=str)
+def test_every_module_is_on_the_map(module: Path) -> None:
+    assert re.search(rf"`{re.escape(module.name)}`", MAP), f"{module} is missing in ARCHITECTURE.md"
+
+
+# What each lower layer must never import (by dotted prefix), per DESIGN.md's layer table.
+ABOVE = (
+    "cli",
+    "cli_ops",
+    "cli_shell",
+    "entrypoint",
+    "service",
+    "ops",
+    "output",
+    "doctor",
+    "worker",
+)
+FORBIDDEN = {
+    "store/": (*ABOVE, "tick", "groupcommit", "channels", "schedule", "policy", "config"),
+    "channels/": (*ABOVE, "tick", "groupcommit", "store", "policy", "config"),
+    "schedule.py": (*ABOVE, "tick", "store", "channels", "policy", "config"),
+    "recurrence.py": (*ABOVE, "tick", "store", "channels", "policy", "config"),
+    "wallclock.py": (*ABOVE, "tick", "store", "channels", "policy", "config"),
+    "policy.py": (*ABOVE, "tick", "store", "schedule", "config", "channels.webhook"),
+    "tick.py": ABOVE,
+    "groupcommit.py": ABOVE,
+    "config.py": (*ABOVE, "tick", "store"),
+}
+
+
+@pytest.mark.parametrize("module", modules(), ids=str)
+def test_no_layer_imports_one_above_it(module: Path) -> None:
+    rules = [v for k, v in FORBIDDEN.items() if str(module).startswith(k)]
+    wrong = {
+        name
+        for name in imports(module)
+        for rule in rules
+        for banned in rule
+        if name == banned or name.startswith(banned + ".")
+    }
+    assert not wrong, f"{module} imports {sorted(wrong)}, above its layer"

@@ -1,0 +1,231 @@
+"""A failed target of a partial success retries on its own and ends sent or a dead letter, and a
+410 Gone switches its target off: through the real CLI, a real SMTP and a real HTTP server."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import SECRET, Cli, counts
+from tests.servers import HttpSink, Reply, SmtpSink
+
+T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
+NOTHING = {
+    "claimed": 0,
+    "sent": 0,
+    "partial": 0,
+    "retried": 0,
+    "dead": 0,
+    "skipped": 0,
+    "released": 0,
+}
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpSink]:
+    with SmtpSink() as sink:
+        yield sink
+
+
+@pytest.fixture
+def http() -> Iterator[HttpSink]:
+    with HttpSink() as sink:
+        yield sink
+
+
+@pytest.fixture
+def cli(db_path: Path, smtp: SmtpSink) -> Cli:
+    return Cli(
+        db_path,
+        T0,
+        {
+            "DUEQUEUE_SMTP_URL": smtp.url,
+            "DUEQUEUE_EMAIL_FROM": "reminders@example.com",
+            "DUEQUEUE_WEBHOOK_SECRET": SECRET,
+            "DUEQUEUE_CHANNEL_TIMEOUT": "2",
+        },
+    )
+
+
+def test_a_failed_target_of_a_partial_one_shot_retries_then_is_a_dead_letter_retry_resends(
+    cli: Cli, smtp: SmtpSink, http: HttpSink
+) -> None:
+    http.respond("/down", Reply(503, body=b"maintenance"))
+    rid = cli.add("--at", "now", "--email", "ann@example.com", "--webhook", http.url("/down"))
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "partial": 1}
+    assert cli.row(rid)["state"] == "done"
+    assert cli.inspect("--dead") == []  # not dead yet: the webhook retries on its own
+
+    stats = cli("stats", "--json").json()
+    assert stats["retrying_targets"] == 1
+    history = cli("history", str(rid), "--json").json()
+    (pending,) = history["target_retries"]
+    assert pending["target"] == {"channel": "webhook", "address": http.url("/down")}
+    assert (pending["error_count"], pending["next_try_at"]) == (1, "2027-01-05T08:01:00.000Z")
+    text = cli("history", str(rid)).out
+    assert "target retries (of a partial success)" in text
+    assert f"webhook:{http.url('/down')}" in text.split("target retries")[1]
+
+    cli.advance(minutes=1)
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "retried": 1}
+    cli.advance(minutes=5)
+    summary = cli.tick()
+    assert counts(summary) == {**NOTHING, "claimed": 1, "dead": 1}
+    assert summary["target_retries"] == 1
+    assert summary["max_lateness_s"] is None  # a retry is late by design, not a late tick
+    assert len(smtp.messages) == 1
+    down = http.requests_for("/down")
+    assert len(down) == 3
+    assert len({r.headers["webhook-id"] for r in down}) == 1  # the same delivery each time
+
+    (dead,) = cli.inspect("--dead")
+    assert (dead["id"], dead["error_count"]) == (rid, 3)
+    assert dead["dead_fire_at"] == "2027-01-05T08:00:00.000Z"
+    assert "HTTP 503" in dead["last_error"]
+    history = cli("history", str(rid), "--json").json()
+    assert history["target_retries"] == []
+    assert [d["error_count"] for d in history["dead_letters"]] == [3]
+    assert cli("stats", "--json").json()["retrying_targets"] == 0
+
+    http.respond("/down", Reply(200))
+    assert cli("retry", str(rid)).code == 0
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "sent": 1}
+    assert len(smtp.messages) == 1  # the email had the fire: only the dead webhook is re-sent
+    down = http.requests_for("/down")
+    assert len(down) == 4
+    assert len({r.headers["webhook-id"] for r in down}) == 1
+    assert cli.inspect("--dead") == []
+    assert cli.row(rid)["state"] == "done"
+
+
+def test_a_target_retry_of_an_older_fire_neither_blocks_nor_merges_into_the_next_fire(
+    cli: Cli, http: HttpSink
+) -> None:
+    http.respond("/down", Reply(500))
+    rid = cli.add(
+        "--at", "now", "--rrule", "FREQ=MINUTELY", "--webhook", http.url("/ok"),
+        "--webhook", http.url("/down"),
+    )  # fmt: skip
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "partial": 1}
+    cli.advance(minutes=1)
+    # The row's next fire and the /down retry of the first: two claims, each its own fire.
+    summary = cli.tick()
+    assert (summary["claimed"], summary["target_retries"]) == (2, 1)
+    assert (summary["partial"], summary["retried"]) == (1, 1)
+    assert len(http.requests_for("/ok")) == 2  # one a fire, never again for the first
+    fires = [r.headers["webhook-id"] for r in http.requests_for("/down")]
+    assert len(fires) == 3 and len(set(fires)) == 2  # fire 1 twice, fire 2 once
+    history = cli("history", str(rid), "--json").json()
+    assert sorted(r["fire_at"] for r in history["target_retries"]) == [
+        "2027-01-05T08:00:00.000Z",
+        "2027-01-05T08:01:00.000Z",
+    ]
+    assert cli.row(rid)["next_fire_at"] == "2027-01-05T08:02:00.000Z"
+
+
+def test_a_target_retry_waits_at_least_as_long_as_retry_after_asks(
+    cli: Cli, http: HttpSink
+) -> None:
+    http.respond("/busy", Reply(429, headers={"Retry-After": "600"}))
+    rid = cli.add("--at", "now", "--webhook", http.url("/ok"), "--webhook", http.url("/busy"))
+    cli.tick()
+    (pending,) = cli("history", str(rid), "--json").json()["target_retries"]
+    assert pending["next_try_at"] == "2027-01-05T08:10:00.000Z"
+    cli.advance(minutes=9)
+    assert counts(cli.tick()) == NOTHING
+    cli.advance(minutes=1)
+    assert cli.tick()["target_retries"] == 1
+
+
+def test_cancel_stops_the_target_retries_of_a_finished_one_shot(cli: Cli, http: HttpSink) -> None:
+    http.respond("/down", Reply(500))
+    rid = cli.add("--at", "now", "--webhook", http.url("/ok"), "--webhook", http.url("/down"))
+    cli.tick()
+    assert cli("cancel", str(rid)).code == 0
+    assert cli("stats", "--json").json()["retrying_targets"] == 0
+    cli.advance(minutes=10)
+    assert counts(cli.tick()) == NOTHING
+    assert len(http.requests_for("/down")) == 1
+
+
+def test_prune_keeps_a_finished_one_shot_while_a_target_still_retries(
+    cli: Cli, http: HttpSink
+) -> None:
+    http.respond("/down", Reply(500))
+    rid = cli.add("--at", "now", "--webhook", http.url("/ok"), "--webhook", http.url("/down"))
+    cli.tick()
+    cli.advance(seconds=30)
+    assert cli("prune", "--older-than", "1s").code == 0
+    assert cli.row(rid)["state"] == "done"
+    http.respond("/down", Reply(200))
+    cli.advance(seconds=30)
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "sent": 1}
+    assert len(http.requests_for("/down")) == 2
+
+
+def test_a_recurring_dead_letter_records_the_attempts_that_killed_it(
+    cli: Cli, http: HttpSink
+) -> None:
+    http.respond("/down", Reply(503))
+    env = {"DUEQUEUE_BACKOFF": "1s"}
+    rid = cli.add("--at", "now", "--rrule", "FREQ=MINUTELY;COUNT=3", "--webhook", http.url("/down"))
+    for _ in range(3):
+        cli("tick", env=env)
+        cli.advance(seconds=1)
+    (dead,) = cli.inspect("--dead")
+    assert (dead["id"], dead["error_count"]) == (rid, 3)
+    history = cli("history", str(rid), "--json").json()
+    assert [d["error_count"] for d in history["dead_letters"]] == [3]
+    assert len(history["attempts"]) == 3
+
+
+def test_410_gone_disables_the_target_for_good_until_enabled(cli: Cli, http: HttpSink) -> None:
+    http.respond("/gone", Reply(410, body=b"endpoint deleted"))
+    rid = cli.add(
+        "--at", "now", "--rrule", "FREQ=HOURLY", "--webhook", http.url("/ok"),
+        "--webhook", http.url("/gone"),
+    )  # fmt: skip
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "partial": 1}
+    gone = [t for t in cli.row(rid)["targets"] if t["address"] == http.url("/gone")]
+    assert gone[0]["disabled_at"] == "2027-01-05T08:00:00.000Z"
+    assert cli("stats", "--json").json()["disabled_targets"] == 1
+    text = cli("inspect", "--all").out
+    assert "disabled" in text
+    history = cli("history", str(rid), "--json").json()
+    (refused,) = [a for a in history["attempts"] if a["outcome"] != "sent"]
+    assert refused["target"]["address"] == http.url("/gone")
+    assert "endpoint gone" in refused["error"]
+    assert history["target_retries"] == []  # a 410 is not retried
+
+    for _ in range(3):
+        cli.advance(hours=1)
+        assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "sent": 1}
+    assert len(http.requests_for("/gone")) == 1
+    assert len(http.requests_for("/ok")) == 4
+    assert len(cli.inspect("--dead")) == 1  # the one fire it was refused, not one every hour
+
+    http.respond("/gone", Reply(200))
+    enabled = cli("enable", str(rid), "--json").json()
+    assert enabled == {"enabled": [rid], "skipped": []}
+    assert cli("stats", "--json").json()["disabled_targets"] == 0
+    cli.advance(hours=1)
+    cli.tick()
+    assert len(http.requests_for("/gone")) == 2
+    again = cli("enable", str(rid), "--json").json()
+    assert again == {"enabled": [], "skipped": [{"id": rid, "reason": "no disabled target"}]}
+    assert cli("enable", "999").code == 2
+
+
+def test_a_reminder_whose_only_target_is_gone_skips_its_fires_and_sends_nothing(
+    cli: Cli, http: HttpSink
+) -> None:
+    http.respond("/gone", Reply(410))
+    rid = cli.add("--at", "now", "--rrule", "FREQ=HOURLY", "--webhook", http.url("/gone"))
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "dead": 1}
+    cli.advance(hours=1)
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "skipped": 1}
+    assert len(http.requests_for("/gone")) == 1
+    row = cli.row(rid)
+    assert row["last_error"].startswith("skipped: every target is disabled")
+    assert row["next_fire_at"] == "2027-01-05T10:00:00.000Z"
