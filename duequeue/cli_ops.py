@@ -271,7 +271,8 @@ def prune(
 @app.command()
 @_errors_to_exit
 def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
-    """Check the database, SMTP, the webhook secret and the zone data; exit 1 on a problem."""
+    """Check the database, SMTP (and email targets without it), the webhook secret and the
+    zone data; exit 1 on a problem."""
     from duequeue import doctor as checks
     from duequeue.store import open_store
 
@@ -346,12 +347,19 @@ def worker(
 @app.command()
 @_errors_to_exit
 def config(ctx: typer.Context, as_json: JSON = False) -> None:
-    """Print the effective settings, secrets masked."""
-    from duequeue.config import masked
+    """Print the effective settings, secrets masked: the file read, each value's source and
+    the tz data in use."""
+    from duequeue.config import load_settings_traced, masked
+    from duequeue.zones import in_use
 
-    values = masked(_settings(ctx))
+    root = ctx.find_root().params
+    settings, origins = load_settings_traced({"db": root.get("db")}, config_file=root.get("config"))
+    values = masked(settings)
     if as_json:
         _echo_json(values)
         return
+    state = "read" if origins.config_file_read else "not found, none read"
+    typer.echo(f"# config file: {origins.config_file} ({state})")
+    typer.echo(f"# tz data: {in_use().describe()}")
     for name, value in values.items():
-        typer.echo(f"{name} = {json.dumps(value)}")
+        typer.echo(f"{name} = {json.dumps(value)}  # {origins.sources[name]}")

@@ -179,13 +179,14 @@ def _tick(
 class _Fire:
     """One claimed row's fire while its targets are tried: the outcomes as they come in."""
 
-    __slots__ = ("cut", "data", "fire_at", "left", "outcomes", "row")
+    __slots__ = ("cut", "data", "fire_at", "last_at", "left", "outcomes", "row")
 
     def __init__(self, row: Claimed, fire_at: datetime, data: Any) -> None:
         self.row, self.fire_at, self.data = row, fire_at, data
         self.outcomes: list[Outcome | None] = [None] * len(row.targets)
         self.left = len(row.targets)  # targets still to resolve
         self.cut = False  # some target was not tried: out of time, stopped, or the store failed
+        self.last_at = 0  # when this tick's last attempt of the fire ended (its ledger `at`)
 
 
 # A target of a fire, waiting in its channel's queue: (the fire, the target's index).
@@ -386,6 +387,8 @@ class _Run:
                 self.delivery_id(row.id, row.fire_at, target.id),
             )
             outcome = await self.dispatcher.send(msg, target.channel, target.address)
+            at = self.clock()
+            fire.last_at = max(fire.last_at, at)
             # Queued, not yet committed: the row's write-back or release is queued after
             # this, and a flush commits outcomes first (groupcommit.py), so the lease
             # outlives the record.
@@ -397,7 +400,7 @@ class _Run:
                     outcome=outcome.status,
                     error=outcome.error,
                     attempt=row.attempts.get(target.id, 0) + 1,
-                    at=self.clock(),
+                    at=at,
                 )
             )
             if outcome.status == "sent":
@@ -430,10 +433,12 @@ class _Run:
         # (the common case, thousands a tick) needs none.
         failed = any(o.status != "sent" for _, o in tried)
         outcomes = [(_label(t) if failed else "", o) for t, o in tried]
+        # A fire dies when the attempt that killed it ended, not when the tick claimed it.
+        died_at = max(self.now, fire.last_at)
         try:
-            verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes)
+            verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes, died_at)
         except BrokenRuleError as exc:
-            verdict, wb = Verdict.DEAD, _parked(row, str(exc))
+            verdict, wb = Verdict.DEAD, _parked(row, str(exc), died_at)
         gone = tuple(t.id for t, o in tried if o.gone)
         if gone:
             wb = replace(wb, disable=gone)
@@ -486,13 +491,17 @@ def _label(target: Target) -> str:
 
 
 def _after_attempt(
-    row: Claimed, now: int, policy: RetryPolicy, outcomes: Sequence[tuple[str, Outcome]]
+    row: Claimed,
+    now: int,
+    policy: RetryPolicy,
+    outcomes: Sequence[tuple[str, Outcome]],
+    died_at: int,
 ) -> tuple[Verdict, WriteBack]:
-    """Turn an attempt's outcomes into the row's write-back."""
+    """Turn an attempt's outcomes into the row's write-back; a dead fire died at `died_at`."""
     d = decide(policy, outcomes, row.error_count)
     if row.retry_id is not None:
         wb = _after_target_retry(row, now, d.verdict, d.error_count, d.delay_ms, d.error)
-        return d.verdict, wb
+        return d.verdict, replace(wb, dead_at=died_at if wb.dead_letter else None)
     if d.verdict is Verdict.RETRY:
         assert d.delay_ms is not None
         return d.verdict, WriteBack(
@@ -537,6 +546,7 @@ def _after_attempt(
         dead_letter=dead or dead_targets,
         fired=not dead,
         skipped=skipped,
+        dead_at=died_at if dead or dead_targets else None,
         failures=d.error_count if dead else row.error_count + 1,
         retries=tuple(retries),
     )
@@ -603,7 +613,7 @@ def _skip(row: Claimed, now: int, why: str | None = None) -> WriteBack:
     )
 
 
-def _parked(row: Claimed, error: str) -> WriteBack:
+def _parked(row: Claimed, error: str, died_at: int | None = None) -> WriteBack:
     """Park a row whose rule cannot be evaluated as dead, so inspect --dead shows it."""
     return WriteBack(
         reminder_id=row.id,
@@ -614,6 +624,7 @@ def _parked(row: Claimed, error: str) -> WriteBack:
         last_error=error,
         state="dead",
         dead_letter=True,
+        dead_at=died_at,
     )
 
 
