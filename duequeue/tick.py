@@ -525,7 +525,7 @@ def _after_attempt(
         # failed on every target, so it failed as often as the row did, this time included);
         # one refused for good, or out of retries, is a dead letter of the fire at once.
         failures = row.error_count + 1
-        for (label, o), t in zip(outcomes, row.targets, strict=False):
+        for (label, o), t in zip(outcomes, row.targets, strict=True):
             if o.status == "sent":
                 continue
             delay = retry_target(policy, o, failures)
