@@ -35,6 +35,17 @@ def main() -> None:
                 rounds=1 if quick else 3,
             ),
         ),
+        (
+            # The same, spread over 16 sink ports: with DUEQUEUE_WEBHOOK_PER_HOST at its
+            # default, 16 receivers are enough for all of DUEQUEUE_CONCURRENCY to be used.
+            "webhooks to 16 receivers",
+            lambda: webhook_delivery.run(
+                {200: 0.5, 2_000: 0.7} if quick else {2_000: 0.5, 20_000: 0.7},
+                rounds=1 if quick else 3,
+                receivers=16,
+                memory=False,
+            ),
+        ),
         ("emails", lambda: [email_delivery.run(100 if quick else 1_000, 0.8, 1 if quick else 3)]),
         ("claim cost", lambda: [claim_cost.run(10_000 if quick else 1_000_000)]),
         ("empty tick", lambda: [empty_tick.run(5 if quick else 31)]),

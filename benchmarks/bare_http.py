@@ -1,7 +1,8 @@
 """The webhook baseline: a bare aiohttp client POSTing N JSON bodies, `concurrency` at once.
 
-Usage: python -m benchmarks.bare_http URL N CONCURRENCY. Same body size and header count as a
-duequeue webhook, no database and no signing: the physical limit of this client to this sink.
+Usage: python -m benchmarks.bare_http URL[,URL...] N CONCURRENCY. Same body size and header
+count as a duequeue webhook, no database and no signing: the physical limit of this client to
+this sink. Several URLs take the bodies in turn; no bound per host.
 """
 
 import asyncio
@@ -11,8 +12,8 @@ import sys
 import aiohttp
 
 
-async def post_all(url: str, n: int, concurrency: int) -> int:
-    """POST `n` bodies to `url`; return how many got a 2xx."""
+async def post_all(urls: list[str], n: int, concurrency: int) -> int:
+    """POST `n` bodies to `urls` in turn; return how many got a 2xx."""
     slots = asyncio.Semaphore(concurrency)
     ok = 0
     connector = aiohttp.TCPConnector(limit=concurrency)
@@ -39,6 +40,7 @@ async def post_all(url: str, n: int, concurrency: int) -> int:
                 "webhook-id": f"bare_{i}",
                 "webhook-timestamp": "1700000000",
             }
+            url = urls[i % len(urls)]
             async with slots, session.post(url, data=body, headers=headers) as response:
                 await response.read()
                 ok += 200 <= response.status < 300
@@ -48,8 +50,8 @@ async def post_all(url: str, n: int, concurrency: int) -> int:
 
 
 def main() -> None:
-    url, n, concurrency = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    ok = asyncio.run(post_all(url, n, concurrency))
+    urls, n, concurrency = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
+    ok = asyncio.run(post_all(urls, n, concurrency))
     print(ok)
     sys.exit(0 if ok == n else 1)
 

@@ -149,13 +149,14 @@ def seed(
     due: int,
     *,
     pending: int = 0,
-    webhook: str | None = None,
+    webhook: str | Sequence[str] | None = None,
     email: str | None = None,
     first_id: int = 1,
 ) -> None:
     """Create `db` with duequeue's schema and `due` one-shot rows due now, one target each,
     plus `pending` rows due far in the future; bulk-inserted in one transaction. Ids start at
-    `first_id`, so that several databases sending to one sink never share a webhook-id."""
+    `first_id`, so that several databases sending to one sink never share a webhook-id.
+    Several webhook URLs are given to the rows in turn."""
     import apsw
 
     from duequeue.store.sqlite import SQLiteStore
@@ -166,6 +167,7 @@ def seed(
     conn.execute("PRAGMA synchronous = OFF")
     channel, address = ("webhook", webhook) if webhook else ("email", email)
     assert address is not None
+    addresses = [address] if isinstance(address, str) else list(address)
     far = T_DUE + 10 * 365 * 86_400_000
     with conn:
         rows = [
@@ -182,7 +184,10 @@ def seed(
         )
         conn.executemany(
             "INSERT INTO targets (id, reminder_id, channel, address) VALUES (?1, ?1, ?2, ?3)",
-            ((i, channel, address) for i in range(first_id, first_id + due + pending)),
+            (
+                (i, channel, addresses[i % len(addresses)])
+                for i in range(first_id, first_id + due + pending)
+            ),
         )
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()

@@ -50,6 +50,6 @@ def _pair(port: int, tmp: Path, n: int) -> tuple[Run, Run]:
 
 def run(n: int, target: float, rounds: int) -> Result:
     """Measure N emails `rounds` times; return the result."""
-    with sink_process("smtp_sink") as port, tempfile.TemporaryDirectory() as tmp:
+    with sink_process("smtp_sink") as [port], tempfile.TemporaryDirectory() as tmp:
         pairs = [_pair(port, Path(tmp), n) for _ in range(rounds)]
     return delivery_result(f"2. emails, N={n:,}", "bare smtplib", n, target, pairs)

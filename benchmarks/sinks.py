@@ -10,10 +10,11 @@ from benchmarks.common import ROOT, python_env
 
 
 @contextmanager
-def sink_process(module: str) -> Iterator[int]:
-    """Run `python -m benchmarks.<module>` and yield the port it prints; stop it afterwards."""
+def sink_process(module: str, *args: str) -> Iterator[list[int]]:
+    """Run `python -m benchmarks.<module> ARGS` and yield the ports it prints on its first
+    line; stop it afterwards."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", f"benchmarks.{module}"],
+        [sys.executable, "-m", f"benchmarks.{module}", *args],
         stdout=subprocess.PIPE,
         text=True,
         env=python_env(),
@@ -22,9 +23,9 @@ def sink_process(module: str) -> Iterator[int]:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        if not line.strip().isdigit():
+        if not line.split() or not all(word.isdigit() for word in line.split()):
             raise RuntimeError(f"{module} did not start: {line!r}")
-        yield int(line)
+        yield [int(word) for word in line.split()]
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -107,8 +107,9 @@ def add(
             "--at",
             metavar="WHEN",
             help="When: ISO 8601 with offset (2027-01-05T09:00+01:00), a local time read in --tz "
-            "(2027-01-05T09:00), relative (+90s, +15m, +2h, +1d, +1w) or 'now'. For --rrule it "
-            "is DTSTART. Optional with --cron (default now).",
+            "(2027-01-05T09:00), relative (+90s, +15m, +2h, +1d, +1w; +0m is now) or 'now'; a "
+            "past time goes out at the next tick. For --rrule it is DTSTART. Optional with --cron "
+            "(default now).",
             show_default=False,
         ),
     ] = None,
@@ -207,7 +208,10 @@ def add(
     )
     now = _now()
     reminder, _ = service.build_reminder(req, settings.tz, now)  # validate before opening the DB
+    notes = service.add_notes(reminder, settings, now)
     if dry_run:
+        for note in notes:
+            typer.echo(f"duequeue: {note}", err=True)
         assert reminder.fire_at is not None
         fires = service.preview(
             reminder.rule_kind, reminder.rule, reminder.tz, reminder.dtstart, reminder.fire_at, 5
@@ -225,6 +229,9 @@ def add(
         store.close()
     if not created:
         typer.echo(f"duequeue: key {key!r} exists as reminder {rid}; nothing added", err=True)
+    else:
+        for note in notes:
+            typer.echo(f"duequeue: {note}", err=True)
     typer.echo(str(rid))
 
 

@@ -5,6 +5,8 @@ Only the CLI reads the clock: every function below gets `now` from here.
 
 import json
 import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -13,7 +15,7 @@ import typer
 from duequeue.cli import _errors_to_exit, _settings, _store, app
 from duequeue.entrypoint import now as _now
 from duequeue.errors import BadInputError
-from duequeue.store.base import Change
+from duequeue.store.base import Change, Store
 from duequeue.timefmt import iso, to_ms
 
 IDS = Annotated[
@@ -135,15 +137,7 @@ def cancel(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
     """Cancel reminders so they never fire again (inspect --all still lists them)."""
     from duequeue import ops
 
-    if not ids:
-        raise BadInputError("ID: give at least one reminder id")
-    settings = _settings(ctx)
-    store = _store(settings)
-    try:
-        changes = ops.cancel(store, ids, _now())
-    finally:
-        store.close()
-    _changes(changes, "cancelled", as_json)
+    _change_by_ids(ctx, ids, ops.cancel, "cancelled", as_json)
 
 
 @app.command()
@@ -152,15 +146,24 @@ def enable(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
     """Switch back on the targets disabled after their endpoint answered 410 Gone."""
     from duequeue import ops
 
+    _change_by_ids(ctx, ids, ops.enable, "enabled", as_json)
+
+
+def _change_by_ids(
+    ctx: typer.Context,
+    ids: list[int] | None,
+    change: Callable[[Store, Sequence[int], datetime], list[Change]],
+    verb: str,
+    as_json: bool,
+) -> None:
     if not ids:
         raise BadInputError("ID: give at least one reminder id")
-    settings = _settings(ctx)
-    store = _store(settings)
+    store = _store(_settings(ctx))
     try:
-        changes = ops.enable(store, ids, _now())
+        changes = change(store, ids, _now())
     finally:
         store.close()
-    _changes(changes, "enabled", as_json)
+    _changes(changes, verb, as_json)
 
 
 def _changes(changes: list[Change], verb: str, as_json: bool) -> None:
@@ -271,7 +274,8 @@ def prune(
 @app.command()
 @_errors_to_exit
 def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
-    """Check the database, SMTP, the webhook secret and the zone data; exit 1 on a problem."""
+    """Check the database, SMTP (and email targets without it), the webhook secret and the
+    zone data; exit 1 on a problem."""
     from duequeue import doctor as checks
     from duequeue.store import open_store
 
@@ -346,12 +350,19 @@ def worker(
 @app.command()
 @_errors_to_exit
 def config(ctx: typer.Context, as_json: JSON = False) -> None:
-    """Print the effective settings, secrets masked."""
-    from duequeue.config import masked
+    """Print the effective settings, secrets masked: the file read, each value's source and
+    the tz data in use."""
+    from duequeue.config import load_settings_traced, masked
+    from duequeue.zones import in_use
 
-    values = masked(_settings(ctx))
+    root = ctx.find_root().params
+    settings, origins = load_settings_traced({"db": root.get("db")}, config_file=root.get("config"))
+    values = masked(settings)
     if as_json:
         _echo_json(values)
         return
+    state = "read" if origins.config_file_read else "not found, none read"
+    typer.echo(f"# config file: {origins.config_file} ({state})")
+    typer.echo(f"# tz data: {in_use().describe()}")
     for name, value in values.items():
-        typer.echo(f"{name} = {json.dumps(value)}")
+        typer.echo(f"{name} = {json.dumps(value)}  # {origins.sources[name]}")

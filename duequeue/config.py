@@ -27,6 +27,8 @@ class Settings:
     channel_timeout: float = 10.0
     tick_budget: float = 50.0
     concurrency: int = 64
+    # Webhooks in flight to one host:port (endpoints.py): a small receiver keeps up (README).
+    webhook_per_host: int = 8
     tz: str = "UTC"
     busy_timeout: float = 5.0
     webhook_block_private: bool = False
@@ -87,34 +89,63 @@ def parse_backoff(text: str) -> tuple[int, ...]:
         raise ConfigError(str(exc)) from exc
 
 
+@dataclass(frozen=True, slots=True)
+class Origins:
+    """Where the settings of one run came from, for `config`."""
+
+    config_file: Path  # the file looked for (--config, DUEQUEUE_CONFIG or the default)
+    config_file_read: bool  # False: there was no such file (allowed for the default only)
+    sources: dict[str, str]  # setting -> "flag --x", "env DUEQUEUE_X", "config file", "default"
+
+
 def load_settings(
     flags: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     config_file: str | None = None,
 ) -> Settings:
     """Merge flags, environment, config file and defaults into validated Settings."""
+    return load_settings_traced(flags, env, config_file)[0]
+
+
+def load_settings_traced(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: str | None = None,
+) -> tuple[Settings, Origins]:
+    """Load the settings as load_settings does, and say where each value came from."""
     env = os.environ if env is None else env
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     explicit = config_file or env.get(_ENV_PREFIX + "CONFIG")
     path = Path(explicit) if explicit else default_config_path()
-    merged: dict[str, Any] = _read_config_file(path, required=bool(explicit))
+    from_file = _read_config_file(path, required=bool(explicit))
+    merged: dict[str, Any] = dict(from_file or {})
+    sources = dict.fromkeys(merged, "config file")
     names = {f.name for f in fields(Settings)}
     for name in names:
         value = env.get(_ENV_PREFIX + name.upper())
         if value not in (None, ""):
             merged[name] = value
+            sources[name] = _ENV_PREFIX + name.upper()
     merged.update(flags)
+    sources.update((name, "--" + name.replace("_", "-")) for name in flags)
     merged.setdefault("db", str(default_db_path()))
-    return _validate(merged, names, env)
+    settings = _validate(merged, names, env)
+    origins = Origins(
+        path,
+        from_file is not None,
+        {f.name: sources.get(f.name, "default") for f in fields(Settings)},
+    )
+    return settings, origins
 
 
-def _read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
+def _read_config_file(path: Path, *, required: bool) -> dict[str, Any] | None:
+    """Return the file's settings; None if there is no such file (and none was asked for)."""
     try:
         f = path.open("rb")
     except FileNotFoundError:
         if required:
             raise ConfigError(f"config file {path} does not exist") from None
-        return {}
+        return None
     except OSError as exc:
         raise ConfigError(f"config file {path}: {exc}") from exc
     # Imported only when there is a file to read: cron's usual tick has none (and is kept lean).
@@ -169,7 +200,38 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
         from duequeue.channels.smtpurl import parse_smtp_url
 
         parse_smtp_url(settings.smtp_url, env)
+    if settings.email_from is not None:
+        _check_email_from(settings.email_from)
+    if settings.tz != "UTC":  # UTC needs no tz database: the usual tick loads none
+        _check_zone(settings.tz)
     return settings
+
+
+def _check_email_from(value: str) -> None:
+    """Accept `addr@domain` or `Name <addr@domain>`, as the From header and envelope take it."""
+    from duequeue.validate import is_email_address
+
+    name, bracket, rest = value.partition("<")
+    address = rest.removesuffix(">") if bracket else value
+    # isprintable: no control character may reach a mail header (CR/LF would inject one).
+    well_formed = not bracket or (rest.endswith(">") and ">" not in name)
+    if not (well_formed and value.isprintable() and is_email_address(address.strip())):
+        raise ConfigError(
+            f"DUEQUEUE_EMAIL_FROM: {value!r} is not an email address "
+            "(give reminders@example.com or 'Reminders <reminders@example.com>')"
+        )
+
+
+def _check_zone(name: str) -> None:
+    from duequeue import zones
+
+    try:
+        zones.zone(name)
+    except (KeyError, ValueError, OSError):
+        raise ConfigError(
+            f"DUEQUEUE_TZ: unknown time zone {name!r}: give an IANA name such as "
+            f"Europe/Berlin (tz data {zones.in_use().describe()})"
+        ) from None
 
 
 def _encodable(text: str) -> bool:

@@ -1,6 +1,6 @@
 """What the operator's commands do: import, history, cancel, retry, stats and prune."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -73,20 +73,22 @@ def history(store: Store, reminder_id: int) -> History:
 
 def cancel(store: Store, ids: Sequence[int], now: datetime) -> list[Change]:
     """Cancel reminders so they never fire again."""
-    if not ids:
-        raise BadInputError("ID: give at least one reminder id")
-    try:
-        return store.cancel(ids, to_ms(now))
-    except NotFoundError as exc:
-        raise NotFoundError(f"ID: {exc}") from exc
+    return _by_ids(store.cancel, ids, now)
 
 
 def enable(store: Store, ids: Sequence[int], now: datetime) -> list[Change]:
     """Switch back on the targets that were disabled after a 410 Gone."""
+    return _by_ids(store.enable_targets, ids, now)
+
+
+def _by_ids(
+    change: Callable[[Sequence[int], int], list[Change]], ids: Sequence[int], now: datetime
+) -> list[Change]:
+    """Apply a store change to reminders named by id; an unknown id is the ID argument's fault."""
     if not ids:
         raise BadInputError("ID: give at least one reminder id")
     try:
-        return store.enable_targets(ids, to_ms(now))
+        return change(ids, to_ms(now))
     except NotFoundError as exc:
         raise NotFoundError(f"ID: {exc}") from exc
 

@@ -45,17 +45,17 @@ def _lateness(v: ReminderView) -> float | None:
 
 def fires_json(tz: str, fires: Sequence[datetime]) -> list[dict[str, str]]:
     """Return fire times as {"local", "utc"} pairs: local in the reminder's zone, with offset."""
-    from zoneinfo import ZoneInfo
+    from duequeue.zones import zone as load_zone
 
-    zone = ZoneInfo(tz)
+    zone = load_zone(tz)
     return [{"local": f.astimezone(zone).isoformat(), "utc": iso(to_ms(f)) or ""} for f in fires]
 
 
 def fires_text(tz: str, fires: Sequence[datetime]) -> str:
     """Return fire times one a line: local time and zone abbreviation, then UTC."""
-    from zoneinfo import ZoneInfo
+    from duequeue.zones import zone as load_zone
 
-    zone = ZoneInfo(tz)
+    zone = load_zone(tz)
     lines = []
     for f in fires:
         local = f.astimezone(zone)

@@ -38,9 +38,6 @@ from duequeue.wallclock import resolve_wall, to_wall
 RuleKind = Literal["rrule", "cron"]
 
 _TICK = timedelta(microseconds=1)
-# Zone files that name the host's setting rather than a place: a stored reminder would change
-# meaning when the database moves to another host.
-_HOST_ZONES = frozenset({"localtime", "posixrules"})
 
 
 @dataclass(frozen=True)
@@ -61,11 +58,11 @@ class Rule:
 
 
 def parse_zone(name: str) -> ZoneInfo:
-    """Return the IANA zone called name."""
+    """Return the IANA zone called name, from the newest tz database at hand (zones.py)."""
+    from duequeue import zones
+
     try:
-        if name in _HOST_ZONES:
-            raise ValueError(name)
-        return ZoneInfo(name)
+        return zones.zone(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         raise BadInputError(f"--tz: unknown time zone {name!r}") from exc
 
@@ -78,11 +75,12 @@ def parse_at(text: str, tz: ZoneInfo, now: datetime) -> datetime:
         if stripped.lower() == "now":
             return now.astimezone(UTC)
         if stripped.startswith("+"):
-            duration = positive_duration(stripped[1:])
+            # +0m is now: a script computing the offset may well arrive at zero.
+            duration = positive_duration(stripped[1:], zero=True)
             if duration is None:
                 raise BadInputError(
-                    f"--at: invalid relative time {text!r}: expected + and a positive whole "
-                    "number and a unit s, m, h, d or w, such as +15m"
+                    f"--at: invalid relative time {text!r}: expected + and a whole number "
+                    "and a unit s, m, h, d or w, such as +15m"
                 )
             # Relative times are real elapsed time, so add in UTC: +1d across a DST change is
             # 24 hours, not the same wall time tomorrow.

@@ -8,7 +8,7 @@ from duequeue import validate
 from duequeue.config import Settings
 from duequeue.errors import BadInputError, NotFoundError
 from duequeue.store.base import NewReminder, NewTarget, ReminderView, Store, View
-from duequeue.timefmt import from_ms, parse_duration, to_ms
+from duequeue.timefmt import from_ms, iso, parse_duration, to_ms
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -96,6 +96,32 @@ def build_reminder(
     return reminder, rule
 
 
+def add_notes(reminder: NewReminder, settings: Settings, now: datetime) -> list[str]:
+    """Return what the user should know about a valid reminder: nothing is wrong with it, but
+    it will not go out as they may expect."""
+    notes = []
+    if reminder.fire_at is not None and reminder.fire_at < to_ms(now):
+        notes.append(
+            f"note: the first fire, {iso(reminder.fire_at)}, is in the past: "
+            "it goes out at the next tick"
+        )
+    if any(t.channel == "email" for t in reminder.targets):
+        missing = [
+            name
+            for name, value in (
+                ("DUEQUEUE_SMTP_URL", settings.smtp_url),
+                ("DUEQUEUE_EMAIL_FROM", settings.email_from),
+            )
+            if not value
+        ]
+        if missing:
+            notes.append(
+                f"warning: {' and '.join(missing)} not set: email targets fail (retried, then "
+                "dead-lettered) until they are; `duequeue doctor` checks the setup"
+            )
+    return notes
+
+
 def preview(
     rule_kind: "RuleKind | None", rule: str | None, tz: str, dtstart: int, fire_at: int, count: int
 ) -> list[datetime]:
@@ -137,6 +163,7 @@ def run_tick(
         budget_s=settings.tick_budget,
         policy=settings.retry_policy,
         webhook_concurrency=settings.concurrency,
+        webhook_per_host=settings.webhook_per_host,
         channel_timeout=settings.channel_timeout,
         smtp_url=settings.smtp_url,
         email_from=settings.email_from,

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     # Imported where rows are delivered: a tick with nothing due must not pay for them.
     from duequeue.channels.base import Outcome
     from duequeue.commithelper import CommitHelper
+    from duequeue.endpoints import EndpointSlots
     from duequeue.schedule import Rule
 
 
@@ -61,6 +62,8 @@ class TickOptions:
     budget_s: float = 50.0
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     webhook_concurrency: int = 64
+    # Webhooks in flight to one host:port at once (endpoints.py); config.Settings.webhook_per_host.
+    webhook_per_host: int = 8
     channel_timeout: float = 10.0
     smtp_url: str | None = None
     email_from: str | None = None
@@ -176,13 +179,14 @@ def _tick(
 class _Fire:
     """One claimed row's fire while its targets are tried: the outcomes as they come in."""
 
-    __slots__ = ("cut", "data", "fire_at", "left", "outcomes", "row")
+    __slots__ = ("cut", "data", "fire_at", "last_at", "left", "outcomes", "row")
 
     def __init__(self, row: Claimed, fire_at: datetime, data: Any) -> None:
         self.row, self.fire_at, self.data = row, fire_at, data
         self.outcomes: list[Outcome | None] = [None] * len(row.targets)
         self.left = len(row.targets)  # targets still to resolve
         self.cut = False  # some target was not tried: out of time, stopped, or the store failed
+        self.last_at = 0  # when this tick's last attempt of the fire ended (its ledger `at`)
 
 
 # A target of a fire, waiting in its channel's queue: (the fire, the target's index).
@@ -217,9 +221,12 @@ class _Run:
     async def deliver(self, rows: Sequence[Claimed]) -> None:
         import asyncio
 
+        from duequeue.channels.base import Message, delivery_id
         from duequeue.channels.dispatch import Dispatcher
         from duequeue.stopsignal import on_stop_signals
 
+        # Kept on the run: an import statement per send costs more than the attribute.
+        self.message, self.delivery_id = Message, delivery_id
         self.loop = asyncio.get_running_loop()
         self.deadline = self.loop.time() + self.options.budget_s
         self.task = asyncio.current_task()
@@ -258,9 +265,10 @@ class _Run:
                         raise  # the database is gone for everyone: leases hand rows back
                     except Exception as exc:
                         self._broke(row, exc)
+                slots = self._endpoint_slots()
                 await asyncio.gather(
                     *(
-                        self._work(queue)
+                        self._work(queue, slots if channel == "webhook" else None)
                         for channel, queue in queues.items()
                         for _ in range(min(workers.get(channel, 1), len(queue)))
                     )
@@ -322,55 +330,88 @@ class _Run:
                     queue = queues[target.channel] = deque()
                 queue.append((fire, i))
 
-    async def _work(self, queue: deque[_Job]) -> None:
-        """Send the targets of one channel's queue, one at a time, until it is empty."""
-        from duequeue.channels.base import Message, delivery_id  # once per worker, not per send
+    def _endpoint_slots(self) -> EndpointSlots[_Job] | None:
+        """Return the per-endpoint bound of the webhook workers; None when it cannot bind."""
+        per_host = self.options.webhook_per_host
+        if per_host >= self.options.webhook_concurrency:
+            return None  # the pool of workers is the tighter bound: no bookkeeping per send
+        from duequeue.endpoints import EndpointSlots
+
+        return EndpointSlots(per_host)
+
+    async def _work(self, queue: deque[_Job], slots: EndpointSlots[_Job] | None) -> None:
+        """Send the targets of one channel's queue until it is empty.
+
+        With `slots`, a target whose endpoint is full is parked and the worker takes the next
+        one; a worker finishing a send takes over the next target parked on that endpoint.
+        """
+        from duequeue.endpoints import endpoint
 
         while queue:
-            fire, i = queue.popleft()
-            row = fire.row
-            if row.unit in self.broken:
-                continue  # handed back by _broke
-            try:
-                if self.loop.time() >= self.deadline or self.commit.failed:
-                    # Out of time, stopped, or the store stopped taking outcomes: send nothing
-                    # more. The row is released, and the final flush reports the store's error.
-                    fire.cut = True
-                    self._resolve(fire, i, None)
-                    continue
-                target = row.targets[i]
-                msg = Message(
-                    row.id,
-                    fire.fire_at,
-                    row.subject,
-                    row.body,
-                    fire.data,
-                    delivery_id(row.id, row.fire_at, target.id),
+            job = queue.popleft()
+            if slots is None:
+                await self._send(job)
+                continue
+            fire, i = job
+            key = endpoint(fire.row.targets[i].address)
+            if key is None:
+                await self._send(job)  # not a URL it can bound: the send fails it at once
+                continue
+            if not slots.take(key, job):
+                continue  # parked: a worker busy on that endpoint will take it
+            next_job: _Job | None = job
+            while next_job is not None:
+                await self._send(next_job)
+                next_job = slots.done(key)
+
+    async def _send(self, job: _Job) -> None:
+        """Send one target and record its outcome."""
+        fire, i = job
+        row = fire.row
+        if row.unit in self.broken:
+            return  # handed back by _broke
+        try:
+            if self.loop.time() >= self.deadline or self.commit.failed:
+                # Out of time, stopped, or the store stopped taking outcomes: send nothing
+                # more. The row is released, and the final flush reports the store's error.
+                fire.cut = True
+                self._resolve(fire, i, None)
+                return
+            target = row.targets[i]
+            msg = self.message(
+                row.id,
+                fire.fire_at,
+                row.subject,
+                row.body,
+                fire.data,
+                self.delivery_id(row.id, row.fire_at, target.id),
+            )
+            outcome = await self.dispatcher.send(msg, target.channel, target.address)
+            at = self.clock()
+            fire.last_at = max(fire.last_at, at)
+            # Queued, not yet committed: the row's write-back or release is queued after
+            # this, and a flush commits outcomes first (groupcommit.py), so the lease
+            # outlives the record.
+            self.commit.record(
+                DeliveryRecord(
+                    reminder_id=row.id,
+                    target_id=target.id,
+                    fire_at=row.fire_at,
+                    outcome=outcome.status,
+                    error=outcome.error,
+                    attempt=row.attempts.get(target.id, 0) + 1,
+                    at=at,
                 )
-                outcome = await self.dispatcher.send(msg, target.channel, target.address)
-                # Queued, not yet committed: the row's write-back or release is queued after
-                # this, and a flush commits outcomes first (groupcommit.py), so the lease
-                # outlives the record.
-                self.commit.record(
-                    DeliveryRecord(
-                        reminder_id=row.id,
-                        target_id=target.id,
-                        fire_at=row.fire_at,
-                        outcome=outcome.status,
-                        error=outcome.error,
-                        attempt=row.attempts.get(target.id, 0) + 1,
-                        at=self.clock(),
-                    )
-                )
-                if outcome.status == "sent":
-                    self.summary.deliveries_sent += 1
-                else:
-                    self.summary.deliveries_failed += 1
-                self._resolve(fire, i, outcome)
-            except StoreError:
-                raise  # the database is gone for everyone: stop the tick, leases hand rows back
-            except Exception as exc:
-                self._broke(row, exc)
+            )
+            if outcome.status == "sent":
+                self.summary.deliveries_sent += 1
+            else:
+                self.summary.deliveries_failed += 1
+            self._resolve(fire, i, outcome)
+        except StoreError:
+            raise  # the database is gone for everyone: stop the tick, leases hand rows back
+        except Exception as exc:
+            self._broke(row, exc)
 
     def _resolve(self, fire: _Fire, i: int, outcome: Outcome | None) -> None:
         """Take target `i`'s outcome (None: not tried); the last one finishes the row."""
@@ -392,10 +433,12 @@ class _Run:
         # (the common case, thousands a tick) needs none.
         failed = any(o.status != "sent" for _, o in tried)
         outcomes = [(_label(t) if failed else "", o) for t, o in tried]
+        # A fire dies when the attempt that killed it ended, not when the tick claimed it.
+        died_at = max(self.now, fire.last_at)
         try:
-            verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes)
+            verdict, wb = _after_attempt(row, self.now, self.options.policy, outcomes, died_at)
         except BrokenRuleError as exc:
-            verdict, wb = Verdict.DEAD, _parked(row, str(exc))
+            verdict, wb = Verdict.DEAD, _parked(row, str(exc), died_at)
         gone = tuple(t.id for t, o in tried if o.gone)
         if gone:
             wb = replace(wb, disable=gone)
@@ -448,13 +491,17 @@ def _label(target: Target) -> str:
 
 
 def _after_attempt(
-    row: Claimed, now: int, policy: RetryPolicy, outcomes: Sequence[tuple[str, Outcome]]
+    row: Claimed,
+    now: int,
+    policy: RetryPolicy,
+    outcomes: Sequence[tuple[str, Outcome]],
+    died_at: int,
 ) -> tuple[Verdict, WriteBack]:
-    """Turn an attempt's outcomes into the row's write-back."""
+    """Turn an attempt's outcomes into the row's write-back; a dead fire died at `died_at`."""
     d = decide(policy, outcomes, row.error_count)
     if row.retry_id is not None:
         wb = _after_target_retry(row, now, d.verdict, d.error_count, d.delay_ms, d.error)
-        return d.verdict, wb
+        return d.verdict, replace(wb, dead_at=died_at if wb.dead_letter else None)
     if d.verdict is Verdict.RETRY:
         assert d.delay_ms is not None
         return d.verdict, WriteBack(
@@ -478,7 +525,7 @@ def _after_attempt(
         # failed on every target, so it failed as often as the row did, this time included);
         # one refused for good, or out of retries, is a dead letter of the fire at once.
         failures = row.error_count + 1
-        for (label, o), t in zip(outcomes, row.targets, strict=False):
+        for (label, o), t in zip(outcomes, row.targets, strict=True):
             if o.status == "sent":
                 continue
             delay = retry_target(policy, o, failures)
@@ -499,6 +546,7 @@ def _after_attempt(
         dead_letter=dead or dead_targets,
         fired=not dead,
         skipped=skipped,
+        dead_at=died_at if dead or dead_targets else None,
         failures=d.error_count if dead else row.error_count + 1,
         retries=tuple(retries),
     )
@@ -565,7 +613,7 @@ def _skip(row: Claimed, now: int, why: str | None = None) -> WriteBack:
     )
 
 
-def _parked(row: Claimed, error: str) -> WriteBack:
+def _parked(row: Claimed, error: str, died_at: int | None = None) -> WriteBack:
     """Park a row whose rule cannot be evaluated as dead, so inspect --dead shows it."""
     return WriteBack(
         reminder_id=row.id,
@@ -576,6 +624,7 @@ def _parked(row: Claimed, error: str) -> WriteBack:
         last_error=error,
         state="dead",
         dead_letter=True,
+        dead_at=died_at,
     )
 
 

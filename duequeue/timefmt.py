@@ -51,10 +51,13 @@ def parse_duration(text: str, field: str = "duration") -> timedelta:
     return duration
 
 
-def positive_duration(text: str) -> timedelta | None:
-    """Return the duration `text` writes (as parse_duration reads it), or None if it is none."""
+def positive_duration(text: str, *, zero: bool = False) -> timedelta | None:
+    """Return the duration `text` writes (as parse_duration reads it), or None if it is none.
+
+    With `zero`, 0s / 0m / ... are durations too (`--at +0m` is now).
+    """
     match = _DURATION.fullmatch(text.strip())
-    if match is None or int(match[1]) == 0:
+    if match is None or (int(match[1]) == 0 and not zero):
         return None
     try:
         return int(match[1]) * _UNITS[match[2]]

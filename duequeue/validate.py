@@ -52,9 +52,14 @@ def utf8(fields: Iterable[tuple[str, str | None]]) -> None:
             raise BadInputError(f"{flag}: not valid UTF-8 text") from None
 
 
+def is_email_address(address: str) -> bool:
+    """Return whether `address` is a plain ASCII `local@domain` address."""
+    return len(address) <= MAX_EMAIL and bool(_EMAIL.match(address)) and ".." not in address
+
+
 def email_address(address: str) -> str:
     """Return a valid email address or raise."""
-    if len(address) > MAX_EMAIL or not _EMAIL.match(address) or ".." in address:
+    if not is_email_address(address):
         raise BadInputError(f"--email: {address!r} is not a valid email address")
     return address
 

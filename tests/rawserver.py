@@ -9,7 +9,7 @@ import contextlib
 import socket
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Self
 
@@ -120,3 +120,19 @@ def endless(head: bytes) -> Handler:
                 continue
 
     return handle
+
+
+@contextlib.contextmanager
+def never_accepts() -> Iterator[str]:
+    """Yield the URL of a port that listens but never accepts, its accept queue already full.
+
+    Linux drops every further SYN to it (an overflowing listen queue, as on a receiver that
+    cannot keep up), so a client's connect hangs until the client gives up: nothing is sent.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind((LOOPBACK, 0))
+        listener.listen(0)  # room for one connection waiting to be accepted
+        port = listener.getsockname()[1]
+        # This one takes that place: its connect returns once it is queued.
+        with socket.create_connection((LOOPBACK, port), timeout=5):
+            yield f"http://{LOOPBACK}:{port}/hook"

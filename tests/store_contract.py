@@ -511,6 +511,20 @@ class OperatorContract:
         (change,) = store.retry_dead([rid], NOW + MIN)
         assert change.skipped is not None
 
+    def test_pending_channels_are_those_of_rows_that_may_still_fire(self, store: Store) -> None:
+        assert store.pending_channels() == set()
+        mail = (NewTarget("email", "a@example.com"),)
+        cancelled, _ = store.add(reminder(targets=mail), NOW)
+        store.cancel([cancelled], NOW)
+        done, _ = store.add(reminder(targets=mail), NOW)
+        store.claim_due(NOW, 10, 3, LEASE, "a")
+        store.write_back("a", NOW, [advanced(done, NOW, None)])
+        assert store.pending_channels() == set()  # neither will ever send an email
+        store.add(reminder(NOW + MIN), NOW)
+        assert store.pending_channels() == {"webhook"}
+        store.add(reminder(NOW + MIN, targets=mail), NOW)
+        assert store.pending_channels() == {"email", "webhook"}
+
     def test_stats_count_states_due_rows_and_recent_deliveries(self, store: Store) -> None:
         due, _ = store.add(reminder(NOW - 5 * MIN), NOW)
         store.add(reminder(NOW - MIN), NOW)

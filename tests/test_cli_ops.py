@@ -380,7 +380,8 @@ def test_doctor_reports_a_short_webhook_key(cli: Cli) -> None:
     cli.add("--at", "+1h", "--webhook", HOOK)
     r = cli("doctor", "--json", env={"DUEQUEUE_WEBHOOK_SECRET": "whsec_c2hvcnQ="})
     (secret,) = [c for c in r.json()["checks"] if c["name"] == "webhook secret"]
-    assert (r.code, secret["ok"], secret["detail"]) == (1, False, "the key is only 5 bytes")
+    assert (r.code, secret["ok"]) == (1, False)
+    assert "the key is only 5 bytes; Standard Webhooks requires at least 24" in secret["detail"]
 
 
 def test_doctor_reports_an_unknown_default_zone(cli: Cli) -> None:

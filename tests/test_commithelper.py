@@ -216,7 +216,10 @@ def test_a_failing_helper_hands_back_and_nothing_sent_is_forgotten(
 
     # Whatever reached the receiver before the failure is in the ledger: nothing to re-send.
     delivered = collections.Counter(int(i.split("_")[1]) for i in webhook_ids(http))
-    assert 100 < len(delivered) < ROWS
+    # How many sends finish before the failure stops new ones depends on the machine's speed
+    # (on a busy one, all of them can): the test holds the tick to what it promises whatever
+    # that number is: everything delivered is recorded once, and nothing is sent twice.
+    assert 100 < len(delivered) <= ROWS
     assert set(sent_per_row(db_path)) == set(delivered)
     assert set(sent_per_row(db_path).values()) == {1}
     assert helpers_running() == []
@@ -413,7 +416,11 @@ def test_ctrl_c_to_a_large_ticks_process_group_stops_the_tick_not_its_helper(
     # Its own process group, as a shell gives a foreground job: Ctrl-C signals the whole group.
     proc = subprocess.Popen(
         cli_args("tick", "--json"),
-        env=cli_env(db_path, {"DUEQUEUE_TICK_LIMIT": str(n), **HELPER_FROM_100}),
+        # All 64 workers on this one receiver: no per-host bound below DUEQUEUE_CONCURRENCY.
+        env=cli_env(
+            db_path,
+            {"DUEQUEUE_TICK_LIMIT": str(n), "DUEQUEUE_WEBHOOK_PER_HOST": "64", **HELPER_FROM_100},
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

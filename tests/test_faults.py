@@ -264,7 +264,7 @@ def test_a_response_dripped_a_byte_at_a_time_is_cut_at_the_timeout(db_path: Path
         started = time.monotonic()
         outcome, error = webhook_fault(db_path, server.url())
         elapsed = time.monotonic() - started
-    assert (outcome, error) == ("failed", "timeout after 0.5s")
+    assert (outcome, error) == ("failed", "response timeout after 0.5s (delivery unknown)")
     assert elapsed < 10  # the drip never ends by itself
 
 
@@ -290,7 +290,15 @@ def test_a_redirect_loop_is_not_followed(db_path: Path, http: HttpSink) -> None:
 def test_a_hung_receiver_is_cut_at_the_timeout(db_path: Path, http: HttpSink) -> None:
     http.respond("/hang", Reply(hang=True))
     outcome, error = webhook_fault(db_path, http.url("/hang"))
-    assert (outcome, error) == ("failed", "timeout after 0.5s")
+    assert (outcome, error) == ("failed", "response timeout after 0.5s (delivery unknown)")
+
+
+def test_a_receiver_that_never_accepts_is_a_connect_timeout_with_nothing_sent(
+    db_path: Path,
+) -> None:
+    with rawserver.never_accepts() as url:
+        outcome, error = webhook_fault(db_path, url)
+    assert (outcome, error) == ("failed", "connect timeout after 0.5s (nothing sent)")
 
 
 def test_a_tick_against_every_slow_server_at_once_ends_well_inside_its_lease(

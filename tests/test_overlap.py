@@ -140,7 +140,9 @@ def test_a_tick_killed_mid_delivery_loses_nothing_and_never_resends_what_it_reco
     # thirty deliveries are in flight (received but unrecorded) and ten are recorded as sent.
     http.respond("/r", *[Reply(200)] * 10, Reply(hang=True))
     ids = add_due(db_path, 40, [http.url("/r")])
-    tick = spawn_cli(db_path, "tick", env={"DUEQUEUE_CONCURRENCY": "64"})
+    # All forty in flight at once to this one receiver: no per-host bound below that.
+    env = {"DUEQUEUE_CONCURRENCY": "64", "DUEQUEUE_WEBHOOK_PER_HOST": "64"}
+    tick = spawn_cli(db_path, "tick", env=env)
     http.wait_for_requests(40, timeout=LIMIT_S)
     wait_for(lambda: len(ledger(db_path)) == 10, "ten recorded deliveries")
     tick.send_signal(signal.SIGKILL)

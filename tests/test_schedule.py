@@ -145,8 +145,13 @@ def test_it_reads_now_as_now_in_utc() -> None:
     assert parse_at(" NOW ", NY, now).tzinfo is UTC
 
 
+@pytest.mark.parametrize("text", ["+0m", "+0s", "+00h"])
+def test_it_reads_a_zero_offset_as_now(text: str) -> None:
+    assert parse_at(text, NY, NOW) == parse_at("now", NY, NOW)
+
+
 @pytest.mark.parametrize(
-    "text", ["2027-02-30", "2027-02-30T09:00", "garbage", "", "+0m", "+5y", "+15", "tomorrow", "+"]
+    "text", ["2027-02-30", "2027-02-30T09:00", "garbage", "", "+-1m", "+5y", "+15", "tomorrow", "+"]
 )
 def test_it_rejects_a_bad_time_naming_the_field_and_echoing_it(text: str) -> None:
     with pytest.raises(BadInputError) as caught:

@@ -52,7 +52,8 @@ def test_the_example_secrets_are_in_the_form_every_library_reads() -> None:
     )  # docs/walkthrough.md's example
 
 
-@given(st.binary(min_size=1, max_size=80), st.text(min_size=1, max_size=20), st.binary())
+# 24 bytes at least: a shorter key is refused at load (Standard Webhooks asks for 24 to 64).
+@given(st.binary(min_size=24, max_size=80), st.text(min_size=1, max_size=20), st.binary())
 def test_a_padded_or_unpadded_secret_signs_exactly_as_the_reference_library(
     key: bytes, msg_id: str, body: bytes
 ) -> None:
@@ -152,7 +153,9 @@ def test_doctor_takes_the_padded_secret_and_asks_for_24_bytes(db_path: Path) -> 
     (check,) = [c for c in r.json()["checks"] if c["name"] == "webhook secret"]
     assert (r.code, check["ok"], check["detail"]) == (0, True, "whsec_ format, 25-byte key")
     short = canonical(b"sixteen-byte-key")
+    # A short key is refused with the settings; doctor reports that as its secret check.
     r = cli("doctor", "--json", env={"DUEQUEUE_WEBHOOK_SECRET": short})
     (check,) = [c for c in r.json()["checks"] if c["name"] == "webhook secret"]
-    assert (r.code, check["ok"], check["detail"]) == (1, False, "the key is only 16 bytes")
-    assert "24 to 64 random bytes" in check["fix"]
+    assert (r.code, check["ok"]) == (1, False)
+    assert "the key is only 16 bytes" in check["detail"]
+    assert "at least 24 random bytes" in check["detail"]

@@ -258,8 +258,26 @@ def test_it_cuts_a_hanging_server_at_the_timeout(http: HttpSink) -> None:
     started = time.monotonic()
     outcome = send(http.url("/hook"), timeout=0.3)
 
-    assert outcome == Outcome("failed", "timeout after 0.3s")
+    assert outcome == Outcome("failed", "response timeout after 0.3s (delivery unknown)")
     assert time.monotonic() - started < 1.5
+
+
+def test_it_tells_a_connect_timeout_from_a_response_timeout() -> None:
+    with rawserver.never_accepts() as url:
+        outcome = send(url, timeout=0.3)
+
+    assert outcome == Outcome("failed", "connect timeout after 0.3s (nothing sent)")
+
+
+def test_the_httpx_path_tells_a_connect_timeout_from_a_response_timeout(http: HttpSink) -> None:
+    # A real httpx transport (the private-address guard's path, minus the guard).
+    http.respond("/hang", Reply(hang=True))
+    with rawserver.never_accepts() as url:
+        connect = send(url, timeout=0.3, transport=httpx.AsyncHTTPTransport())
+    response = send(http.url("/hang"), timeout=0.3, transport=httpx.AsyncHTTPTransport())
+
+    assert connect == Outcome("failed", "connect timeout after 0.3s (nothing sent)")
+    assert response == Outcome("failed", "response timeout after 0.3s (delivery unknown)")
 
 
 def test_it_cuts_an_error_response_that_stalls_mid_body(http: HttpSink) -> None:
@@ -267,7 +285,7 @@ def test_it_cuts_an_error_response_that_stalls_mid_body(http: HttpSink) -> None:
 
     outcome = send(http.url("/hook"), timeout=0.3)
 
-    assert outcome == Outcome("failed", "timeout after 0.3s")
+    assert outcome == Outcome("failed", "response timeout after 0.3s (delivery unknown)")
 
 
 def test_it_counts_a_2xx_whose_body_stalls_as_sent(http: HttpSink) -> None:
@@ -289,7 +307,7 @@ def test_it_cuts_a_slow_drip_at_the_whole_attempt_timeout() -> None:
     started = time.monotonic()
     outcome = send("http://hooks.test/", timeout=0.3, transport=httpx.MockTransport(handler))
 
-    assert outcome == Outcome("failed", "timeout after 0.3s")
+    assert outcome == Outcome("failed", "response timeout after 0.3s (delivery unknown)")
     assert time.monotonic() - started < 1.0
 
 
@@ -300,7 +318,7 @@ def test_the_default_client_cuts_an_error_body_dripped_a_byte_at_a_time() -> Non
         started = time.monotonic()
         outcome = send(server.url(), timeout=0.3)
 
-    assert outcome == Outcome("failed", "timeout after 0.3s")
+    assert outcome == Outcome("failed", "response timeout after 0.3s (delivery unknown)")
     assert time.monotonic() - started < 1.0
 
 

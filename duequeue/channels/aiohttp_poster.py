@@ -7,6 +7,7 @@ timeout per attempt (connect to last body byte read) and no cookie jar, redirect
 decompression. httpx remains for the private-address guard (httpx_poster.py).
 """
 
+import contextvars
 import functools
 import ssl
 from collections.abc import Callable
@@ -15,6 +16,26 @@ import aiohttp
 import yarl
 
 from duequeue.channels.posting import RETRY_AFTER_STATUSES, Posted, PostFailed, describe
+
+# Whether the current attempt got its connection: set False before each POST, True by the
+# connector once it hands one over (a new one, TLS included, or one from the pool). A timeout
+# raises the same TimeoutError in both phases; this tells them apart. A context variable,
+# because aiohttp runs connect() inside the caller's task, with nothing of ours in between.
+_CONNECTED: contextvars.ContextVar[bool] = contextvars.ContextVar("connected", default=False)
+
+
+class _Connector(aiohttp.TCPConnector):
+    """aiohttp's pool, noting when an attempt has its connection (see _CONNECTED)."""
+
+    async def connect(
+        self,
+        req: aiohttp.ClientRequest,
+        traces: list[aiohttp.tracing.Trace],
+        timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.connector.Connection:
+        connection = await super().connect(req, traces, timeout)
+        _CONNECTED.set(True)
+        return connection
 
 
 class AiohttpPoster:
@@ -37,7 +58,9 @@ class AiohttpPoster:
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0)
+        # No limit_per_host: the tick bounds each endpoint itself (endpoints.py), before the
+        # attempt's timer starts; a wait inside the connector would run down that timer.
+        connector = _Connector(limit=self._max_connections, limit_per_host=0)
         self._session = aiohttp.ClientSession(
             connector=connector,
             cookie_jar=aiohttp.DummyCookieJar(),
@@ -59,6 +82,7 @@ class AiohttpPoster:
         except (ValueError, TypeError) as exc:
             raise PostFailed("permanent", f"invalid webhook URL: {exc}") from exc
         status: int | None = None
+        _CONNECTED.set(False)
         try:
             response = await session.post(
                 target,
@@ -84,7 +108,7 @@ class AiohttpPoster:
             if status is not None and 200 <= status < 300:
                 # The receiver accepted the event; only its response body went wrong.
                 return Posted(status, b"", None)
-            raise PostFailed("failed", _describe(exc, self._timeout)) from exc
+            raise PostFailed("failed", _describe(exc, self._timeout, _CONNECTED.get())) from exc
         return Posted(status, head, retry_after)
 
     async def aclose(self) -> None:
@@ -118,8 +142,8 @@ async def _read_capped(content: aiohttp.StreamReader, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _describe(exc: BaseException, timeout: float) -> str:
-    known = describe(exc, timeout)
+def _describe(exc: BaseException, timeout: float, connected: bool) -> str:
+    known = describe(exc, timeout, connected=connected)
     if known is not None:
         return known
     text = " ".join(str(exc).split()) or type(exc).__name__

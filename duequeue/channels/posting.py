@@ -44,13 +44,26 @@ class Poster(Protocol):
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 
 
-def describe(exc: BaseException, timeout: float) -> str | None:
+def timed_out(timeout: float, *, connected: bool) -> str:
+    """Return the error of an attempt cut at `timeout`, by whether it had a connection.
+
+    Without one, nothing of the request left this host: the receiver cannot have the event.
+    With one, the request may have arrived and been acted on, so a retry may repeat it (the
+    stable webhook-id lets the receiver drop that copy).
+    """
+    if connected:
+        return f"response timeout after {timeout:g}s (delivery unknown)"
+    return f"connect timeout after {timeout:g}s (nothing sent)"
+
+
+def describe(exc: BaseException, timeout: float, *, connected: bool = True) -> str | None:
     """Return what a network failure means for an operator, from its exception chain.
 
-    None when nothing in the chain is recognised; the poster then describes it itself.
+    `connected`: whether the attempt had its connection when it failed (see timed_out). None
+    when nothing in the chain is recognised; the poster then describes it itself.
     """
     if isinstance(exc, TimeoutError):
-        return f"timeout after {timeout:g}s"
+        return timed_out(timeout, connected=connected)
     chain = causes(exc)
     if any(isinstance(c, ConnectionRefusedError) for c in chain):
         return "connection refused"

@@ -7,6 +7,8 @@ import hmac
 from duequeue.errors import ConfigError
 
 _SECRET_PREFIX = "whsec_"
+# Standard Webhooks: a secret of 24 to 64 random bytes; a shorter key is guessable.
+MIN_KEY_BYTES = 24
 
 
 def parse_secret(secret: str) -> bytes:
@@ -56,6 +58,12 @@ def _canonical(secret: str) -> str:
         raise ConfigError(
             "DUEQUEUE_WEBHOOK_SECRET: the part after 'whsec_' is not canonical base64 (its last "
             "character before the padding carries stray bits, or the padding is misplaced)"
+        )
+    if len(key) < MIN_KEY_BYTES:
+        raise ConfigError(
+            f"DUEQUEUE_WEBHOOK_SECRET: the key is only {len(key)} bytes; Standard Webhooks "
+            f"requires at least {MIN_KEY_BYTES} random bytes "
+            "(docs/email-and-webhooks.md shows a one-liner)"
         )
     return encoded
 

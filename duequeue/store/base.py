@@ -129,6 +129,9 @@ class WriteBack:
     dead_letter: bool = False  # record fire_at as a dead letter
     fired: bool = False  # fire_at reached at least one target: becomes last_fired_at
     skipped: int = 0  # fires coalesced away after missed ticks
+    # When the fire died: the end of the attempt that killed it, which is later than the tick's
+    # `now` (the claim) by the time its deliveries took. None: the write-back's `now`.
+    dead_at: int | None = None
     retry_id: int | None = None  # the write-back of a per-target retry, see Claimed.retry_id
     # Failed attempts of fire_at, for its dead letter, when not error_count (a recurring row
     # starts its next fire at 0 errors; a partial success does not count its failure).
@@ -378,6 +381,10 @@ class Store(ABC):
         cancelled rows cancelled before `before`, with their ledger and dead letters. Never
         pending rows, dead one-shots, or dead fires not yet retried of rows not cancelled.
         """
+
+    @abstractmethod
+    def pending_channels(self) -> set[str]:
+        """Return the channels (`email`, `webhook`) of the targets of pending reminders."""
 
     @abstractmethod
     def health(self) -> list[HealthCheck]:

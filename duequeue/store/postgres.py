@@ -49,13 +49,13 @@ _WRITE_BACK = """
         last_fired_at = CASE WHEN %(fired)s THEN %(fire)s ELSE last_fired_at END,
         skipped_fires = skipped_fires + %(skipped)s,
         done_at = CASE WHEN %(state)s = 'done' THEN %(now)s END,
-        dead_at = CASE WHEN %(state)s = 'dead' THEN %(now)s END,
+        dead_at = CASE WHEN %(state)s = 'dead' THEN %(dead_at)s END,
         lease_owner = NULL, lease_until = NULL, updated_at = %(now)s
     WHERE id = %(id)s AND lease_owner = %(owner)s
     RETURNING id),
     letter AS (
     INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at)
-    SELECT id, %(fire)s, %(failures)s, %(error)s, %(now)s FROM done WHERE %(dead)s
+    SELECT id, %(fire)s, %(failures)s, %(error)s, %(dead_at)s FROM done WHERE %(dead)s
     ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
         error_count = excluded.error_count, last_error = excluded.last_error,
         dead_at = excluded.dead_at, retried_at = NULL)
@@ -196,6 +196,7 @@ class PostgresStore(Store):
                         "dead": w.dead_letter,
                         "failures": w.dead_errors,
                         "now": now,
+                        "dead_at": now if w.dead_at is None else w.dead_at,
                         "id": w.reminder_id,
                         "owner": owner,
                     }
@@ -336,6 +337,13 @@ class PostgresStore(Store):
             return pg_ops.stats(cur, now)
 
         return self.session.transact(work, what="stats", repeatable=True)
+
+    def pending_channels(self) -> set[str]:
+        def work(cur: Cursor) -> set[str]:
+            cur.execute(shared.PENDING_CHANNELS)
+            return {str(c) for (c,) in cur.fetchall()}
+
+        return self.session.transact(work, what="pending channels", repeatable=True)
 
     def health(self) -> list[HealthCheck]:
         return self.session.transact(

@@ -182,7 +182,8 @@ def write_retry(run: Run, d: Dialect, w: WriteBack, owner: str, now: int) -> boo
     if not done:
         return False  # the lease was lost, or `cancel` / `retry` took the retry over
     if w.dead_letter:
-        dead_letter(run, d, w.reminder_id, w.fire_at, w.dead_errors, w.last_error, now)
+        died = now if w.dead_at is None else w.dead_at
+        dead_letter(run, d, w.reminder_id, w.fire_at, w.dead_errors, w.last_error, died)
     disable(run, d, w.disable, w.last_error, now)
     return True
 

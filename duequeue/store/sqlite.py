@@ -241,7 +241,13 @@ class SQLiteStore(OperatorQueries, Store):
                                error_count = excluded.error_count,
                                last_error = excluded.last_error, dead_at = excluded.dead_at,
                                retried_at = NULL""",
-                        (w.reminder_id, w.fire_at, w.dead_errors, w.last_error, now),
+                        (
+                            w.reminder_id,
+                            w.fire_at,
+                            w.dead_errors,
+                            w.last_error,
+                            now if w.dead_at is None else w.dead_at,
+                        ),
                     )
                 retries.after_row(run, retries.SQLITE, w, now)
         return applied
@@ -403,7 +409,7 @@ _WRITE_BACK = """UPDATE reminders SET
        last_fired_at = CASE WHEN ?5 THEN ?6 ELSE last_fired_at END,
        skipped_fires = skipped_fires + ?7,
        done_at = CASE WHEN ?8 = 'done' THEN ?9 END,
-       dead_at = CASE WHEN ?8 = 'dead' THEN ?9 END,
+       dead_at = CASE WHEN ?8 = 'dead' THEN ?12 END,
        lease_owner = NULL, lease_until = NULL, updated_at = ?9
    WHERE id = ?10 AND lease_owner = ?11"""
 
@@ -430,6 +436,7 @@ def _write_back_params(w: WriteBack, now: int, owner: str) -> Row:
         now,
         w.reminder_id,
         owner,
+        now if w.dead_at is None else w.dead_at,
     )
 
 

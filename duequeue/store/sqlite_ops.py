@@ -22,6 +22,7 @@ from duequeue.store.base import (
     Stats,
 )
 from duequeue.store.rows import (
+    PENDING_CHANNELS,
     REMINDER_COLUMNS,
     REMINDER_FIELDS,
     cancel_refusal,
@@ -75,6 +76,10 @@ class OperatorQueries:
         except _DryRun as undone:
             counts = undone.counts
         return counts
+
+    @guarded
+    def pending_channels(self) -> set[str]:
+        return {str(c) for (c,) in _fetch(self._conn.cursor(), PENDING_CHANNELS)}
 
     def health(self) -> list[HealthCheck]:
         return health(self._conn, str(self.path), self.schema_version)
