@@ -100,7 +100,9 @@ def add_notes(reminder: NewReminder, settings: Settings, now: datetime) -> list[
     """Return what the user should know about a valid reminder: nothing is wrong with it, but
     it will not go out as they may expect."""
     notes = []
-    if reminder.fire_at is not None and reminder.fire_at < to_ms(now):
+    # Before the current second: rules keep whole seconds, so a rule starting "now" fires at
+    # the start of this second, which is not a past time the user gave.
+    if reminder.fire_at is not None and reminder.fire_at < to_ms(now) // 1000 * 1000:
         notes.append(
             f"note: the first fire, {iso(reminder.fire_at)}, is in the past: "
             "it goes out at the next tick"

@@ -103,6 +103,17 @@ def test_add_at_now_or_plus_zero_is_due_now_without_a_note(cli: Cli, at: str) ->
     assert cli.row(int(r.out))["next_fire_at"] == "2027-01-05T08:00:00.000Z"
 
 
+@pytest.mark.parametrize("rule", [("--rrule", "FREQ=MINUTELY"), ("--cron", "* * * * *")])
+def test_a_rule_starting_now_within_the_second_gets_no_note(
+    cli: Cli, rule: tuple[str, str]
+) -> None:
+    # Rules keep whole seconds: a start "now" at 08:00:00.500 fires at 08:00:00, which is not
+    # a time the user gave in the past.
+    cli.now = datetime(2027, 1, 5, 8, 0, 0, 500_000, tzinfo=UTC)
+    r = cli("add", "--at", "now", *rule, "--webhook", HOOK)
+    assert (r.code, r.err) == (0, "")
+
+
 def test_add_email_without_smtp_warns_and_still_adds(cli: Cli) -> None:
     r = cli("add", "--at", "+1h", "--email", "ann@example.com")
     assert (r.code, r.out) == (0, "1\n")
