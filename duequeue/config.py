@@ -146,8 +146,10 @@ def _read_config_file(path: Path, *, required: bool) -> dict[str, Any] | None:
         if required:
             raise ConfigError(f"config file {path} does not exist") from None
         return None
+    except PermissionError as exc:
+        raise ConfigError(_unreadable(path)) from exc
     except OSError as exc:
-        raise ConfigError(f"config file {path}: {exc}") from exc
+        raise ConfigError(f"config file {path}: {exc.strerror or exc}") from exc
     # Imported only when there is a file to read: cron's usual tick has none (and is kept lean).
     import tomllib
 
@@ -157,6 +159,30 @@ def _read_config_file(path: Path, *, required: bool) -> dict[str, Any] | None:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"config file {path}: {exc}") from exc
     return {k.replace("-", "_"): v for k, v in raw.items()}
+
+
+def _unreadable(path: Path) -> str:
+    """Say who owns a config file this user may not read, and how to let it (one line)."""
+    import grp
+    import pwd
+
+    def name(lookup: Any, key: int) -> str:
+        try:
+            return str(lookup(key)[0])
+        except KeyError:
+            return str(key)
+
+    me = name(pwd.getpwuid, os.geteuid())
+    try:
+        info = path.stat()
+    except OSError:
+        return f"config file {path}: {me} cannot reach it (a directory on the way is closed to it)"
+    owner, group = name(pwd.getpwuid, info.st_uid), name(grp.getgrgid, info.st_gid)
+    return (
+        f"config file {path} is {owner}:{group} with mode {info.st_mode & 0o777:04o}, so {me} "
+        f"cannot read it: run duequeue as {owner}, or add {me} to group {group} and "
+        f"`chmod g+r {path}`"
+    )
 
 
 def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -> Settings:

@@ -161,3 +161,20 @@ def test_a_database_path_under_a_file_is_one_line_without_errno(shared: Path) ->
     )
     assert r.returncode == 1
     assert f"{afile} is a file, not a directory" in _one_clean_line(r.stderr)
+
+
+def test_a_config_file_the_user_cannot_read_is_one_line_naming_owner_mode_and_fix(
+    shared: Path,
+) -> None:
+    config = shared / "config.toml"
+    config.write_text("tick_limit = 50\n")
+    config.chmod(0o640)  # root:root, as /etc/duequeue/config.toml is before its chgrp
+    r = run_cli_unprivileged(
+        shared / "dq.db", "tick", cwd=shared, env={"DUEQUEUE_CONFIG": str(config)}
+    )
+    assert r.returncode == 1
+    line = _one_clean_line(r.stderr)
+    assert f"config file {config} is " in line
+    assert "with mode 0640, so " in line
+    assert f"`chmod g+r {config}`" in line
+    assert not (shared / "dq.db").exists()
