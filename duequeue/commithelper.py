@@ -24,10 +24,22 @@ The pipes carry pickles, each framed by its length: from the tick, first how to 
 (open_store's arguments) and then one tuple per batch; back from the helper, one reply per batch
 saying how far the batch got and, if it stopped, why. Only the tick that started the helper
 writes to its stdin.
+
+The tick never waits on a write to the helper. The helper writes its replies with plain blocking
+writes and reads the next batch only after replying, so a tick that blocked writing a batch while
+not reading replies (a long synchronous stretch, say: tens of thousands of rows handed over before
+the event loop runs again) would wait on a helper that waits on it: both pipes full, forever, and
+deaf to SIGTERM. So the tick's end of stdin is non-blocking: what the pipe does not take stays in
+a buffer here, drained from the event loop when the pipe is writable (groupcommit.py), or, when
+the tick waits for replies, by a selector that writes and reads at once. That buffer holds the
+batches the helper has not read: at most the tick's own claim, which groupcommit keeps in memory
+until confirmed anyway. (multiprocessing.connection would replace the framing, but its send()
+blocks just the same, and it has no way to send part of a message, so it cannot do this.)
 """
 
 import os
 import pickle
+import selectors
 import signal
 import struct
 import subprocess
@@ -97,7 +109,9 @@ class CommitHelper:
         self._proc = proc
         self._to = proc.stdin.fileno()
         self._from = proc.stdout.fileno()
+        os.set_blocking(self._to, False)  # see the module docstring: the tick never waits here
         self._buffer = b""
+        self._out = bytearray()  # framed batches the pipe has not taken yet
 
     @classmethod
     def start(cls, db: str, busy_timeout_s: float) -> "CommitHelper | None":
@@ -131,6 +145,29 @@ class CommitHelper:
         """Return the descriptor replies arrive on (for the event loop to watch)."""
         return self._from
 
+    def out_fileno(self) -> int:
+        """Return the descriptor batches leave on (for the event loop to drain `unsent` into)."""
+        return self._to
+
+    @property
+    def unsent(self) -> int:
+        """Return how many bytes of handed-over batches the pipe has not taken yet."""
+        return len(self._out)
+
+    def push(self) -> None:
+        """Write as much of the unsent bytes as the pipe takes now, without waiting.
+
+        Raise HelperGone if the helper is no longer there.
+        """
+        while self._out:
+            try:
+                written = os.write(self._to, self._out)
+            except BlockingIOError:
+                return  # the pipe is full: the rest waits for the helper to read
+            except OSError as exc:  # BrokenPipeError: it died
+                raise HelperGone(f"commit helper gone: {exc}") from exc
+            del self._out[:written]
+
     def submit(self, batch: Batch, owner: str, now: int) -> None:
         """Hand one batch over; raise HelperGone if the helper is no longer there."""
         self._send(
@@ -147,16 +184,32 @@ class CommitHelper:
     def replies(self, *, block: bool) -> list[Reply]:
         """Return the replies that have arrived; with `block`, wait for at least one.
 
-        Without `block`, call it only when fileno() is readable. Raise HelperGone at the end of
-        the stream or on a malformed reply.
+        Without `block`, call it only when fileno() is readable. With `block`, the unsent bytes
+        are written while waiting: the reply awaited may be for a batch still unsent. Raise
+        HelperGone at the end of the stream or on a malformed reply.
         """
         found = self._parse()
         if not block:
             self._fill()
             return found + self._parse()
-        while not found:
-            self._fill()
-            found = self._parse()
+        if found:
+            return found
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._from, selectors.EVENT_READ)
+            writing = False
+            while not found:
+                if bool(self._out) != writing:  # watch the pipe in only while bytes wait for it
+                    if writing:
+                        selector.unregister(self._to)
+                    else:
+                        selector.register(self._to, selectors.EVENT_WRITE)
+                    writing = not writing
+                for key, _ in selector.select():
+                    if key.fd == self._to:
+                        self.push()
+                    else:
+                        self._fill()
+                        found = self._parse()
         return found
 
     def close(self, *, kill: bool = False) -> None:
@@ -179,10 +232,9 @@ class CommitHelper:
 
     def _send(self, message: Any) -> None:
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        try:
-            _write_all(self._to, _HEADER.pack(len(data)) + data)
-        except OSError as exc:  # BrokenPipeError: it died
-            raise HelperGone(f"commit helper gone: {exc}") from exc
+        self._out += _HEADER.pack(len(data))
+        self._out += data
+        self.push()
 
     def _fill(self) -> None:
         try:

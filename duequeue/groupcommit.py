@@ -22,7 +22,9 @@ With a commit helper (commithelper.py, for large ticks) an automatic flush hands
 helper process instead of committing it on the event loop's thread; the write-backs and releases
 count as done when the helper confirms them. If the helper fails or dies, the batches it has not
 confirmed come back into the buffer, in order and ahead of anything queued since, and everything
-is committed here from then on.
+is committed here from then on. Handing a batch over never waits on the helper: what its pipe
+does not take is written from the event loop as the pipe drains, and flush() writes the rest
+while it waits for the confirmations.
 """
 
 import asyncio
@@ -67,6 +69,7 @@ class GroupCommit:
         self._handed: deque[Batch] = deque()  # given to the helper, not confirmed yet
         self._seq = 0
         self._watching: asyncio.AbstractEventLoop | None = None  # loop watching for replies
+        self._draining = False  # whether that loop also writes the helper's unsent bytes
 
     def record(self, record: DeliveryRecord) -> None:
         """Queue one delivery outcome for the ledger."""
@@ -169,7 +172,27 @@ class GroupCommit:
             loop = asyncio.get_running_loop()
             loop.add_reader(self._helper.fileno(), self._on_replies)
             self._watching = loop
+        if self._watching is not None and self._helper.unsent and not self._draining:
+            # What the pipe did not take goes out as the helper reads (commithelper.py: the
+            # tick never waits on this pipe, so it can always read the replies meanwhile).
+            self._watching.add_writer(self._helper.out_fileno(), self._on_writable)
+            self._draining = True
         return True
+
+    def _on_writable(self) -> None:
+        from duequeue.commithelper import HelperGone
+
+        assert self._helper is not None and self._watching is not None
+        try:
+            self._helper.push()
+        except HelperGone:
+            self._drop_helper()  # as in _on_replies: commit what it did not confirm here
+            if self._error is None:
+                self._auto_flush()
+            return
+        if not self._helper.unsent:
+            self._watching.remove_writer(self._helper.out_fileno())
+            self._draining = False
 
     def _on_replies(self) -> None:
         from duequeue.commithelper import HelperGone
@@ -247,6 +270,9 @@ class GroupCommit:
 
     def _unwatch(self) -> None:
         loop, self._watching = self._watching, None
+        draining, self._draining = self._draining, False
         if loop is not None and self._helper is not None:
             with contextlib.suppress(Exception):  # a loop already closed has nothing to remove
                 loop.remove_reader(self._helper.fileno())
+                if draining:
+                    loop.remove_writer(self._helper.out_fileno())

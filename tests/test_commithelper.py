@@ -330,6 +330,74 @@ def test_a_batch_the_helper_could_only_record_is_finished_by_the_tick_without_re
     assert helpers_running() == []
 
 
+# -- full pipes: the tick never waits on the helper ------------------------------------------
+
+# A failed outcome with a long error: 2,000 of them are 2 MB of batches, far more than the pipe
+# (64 KiB on Linux) and the helper's read buffer hold while it does not read.
+BULKY = "HTTP 503: " + "x" * 1000
+
+
+def locked(db: Path) -> apsw.Connection:
+    """Return a connection holding the database's write lock: every commit elsewhere waits."""
+    conn = apsw.Connection(str(db))
+    conn.set_busy_timeout(int(LIMIT_S * 1000))  # the helper may be mid-commit: wait for it
+    conn.execute("BEGIN IMMEDIATE")
+    return conn
+
+
+def test_a_helper_stalled_on_a_slow_database_never_blocks_the_tick_handing_it_batches(
+    db_path: Path,
+) -> None:
+    store = SQLiteStore(db_path)
+    (rid,) = fill(store, "http://127.0.0.1:9/h", 1)
+    n = 2000
+    handed, unlocked, drained = threading.Event(), threading.Event(), threading.Event()
+    counts = Counts()
+    failures: list[BaseException] = []
+
+    async def run() -> None:
+        # The helper waits for the lock as long as the test may run: it stalls, it does not fail.
+        gc = commit(
+            store, counts, max_items=100, window_s=60, helper=CommitHelper.start(str(db_path), 60)
+        )
+        assert gc._helper is not None
+        # All in one synchronous stretch, as a tick starting tens of thousands of rows does: the
+        # loop cannot read a reply or drain a pipe until the stretch is over.
+        for attempt in range(1, n + 1):
+            gc.record(DeliveryRecord(rid, rid, NOW, "failed", BULKY, attempt, NOW))
+        assert gc._helper.unsent > 0  # the pipe is full: the rest waits in the tick's buffer
+        handed.set()
+        await asyncio.get_running_loop().run_in_executor(None, unlocked.wait)
+        # The event loop alone drains the buffer and takes the confirmations: no flush needed.
+        while gc._handed or gc._helper.unsent:
+            await asyncio.sleep(0.01)
+        drained.set()
+        gc.flush()
+
+    def tick_side() -> None:
+        try:
+            asyncio.run(run())
+        except BaseException as exc:
+            failures.append(exc)
+
+    blocker = locked(db_path)
+    thread = threading.Thread(target=tick_side, daemon=True)
+    thread.start()
+    try:
+        # Before the fix the tick blocked in a write here, for as long as the helper stalled.
+        assert handed.wait(LIMIT_S), "the tick blocked writing to a helper that was not reading"
+        assert store.deliveries(rid) == []  # the helper has committed nothing: it is stalled
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        unlocked.set()
+    thread.join(LIMIT_S)
+    assert not thread.is_alive(), "the tick never got its confirmations"
+    assert failures == [] and drained.is_set()
+    assert sorted(d.attempt for d in store.deliveries(rid)) == list(range(1, n + 1))
+    assert helpers_running() == []
+
+
 # -- the CLI ----------------------------------------------------------------------------------
 
 HELPER_FROM_100 = {"DUEQUEUE_COMMIT_HELPER_ROWS": "100"}
@@ -450,4 +518,60 @@ def test_ctrl_c_to_a_large_ticks_process_group_stops_the_tick_not_its_helper(
     # it left with its tick.
     lines = list(stderr.lines.queue)
     assert not any("Traceback" in line or "KeyboardInterrupt" in line for line in lines), lines
+    assert helpers_running() == []
+
+
+def test_sigterm_stops_a_tick_whose_helper_is_stalled_with_both_pipes_full(
+    db_path: Path, http: HttpSink
+) -> None:
+    from tests.test_faults import Lines
+
+    # 4,000 outcomes arrive while the helper is stalled on the lock: some 140 KB of batches, more
+    # than its pipe and read buffer hold, so a tick that waited on that pipe would stop sending
+    # (and, stuck in the write, never see SIGTERM: the issue's hang).
+    before, during, n = 300, 4000, 5000
+    # The rest are held unanswered until the stop: the tick cannot finish before the signal.
+    http.respond("/r", *[Reply(200)] * (before + during), Reply(200, hold=True))
+    import_due(db_path, http.url("/r"), n)
+    proc = subprocess.Popen(
+        cli_args("tick", "--json"),
+        env=cli_env(
+            db_path,
+            # The helper waits out the lock instead of failing over to the tick.
+            {"DUEQUEUE_TICK_LIMIT": str(n), "DUEQUEUE_BUSY_TIMEOUT": "60", **HELPER_FROM_100},
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    blocker = None
+    try:
+        stderr = Lines(proc)
+        http.wait_for_requests(before, timeout=LIMIT_S)
+        blocker = locked(db_path)
+        assert len(helpers_running()) == 1
+        http.wait_for_requests(before + during, timeout=LIMIT_S)
+        proc.send_signal(signal.SIGTERM)
+        stderr.wait_for("duequeue: SIGTERM: stopping")  # the loop is free to hear it
+        http.release()
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        blocker = None
+        out, _ = proc.communicate(timeout=LIMIT_S)
+    finally:
+        if blocker is not None:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+    assert proc.returncode == -signal.SIGTERM
+    summary = json.loads(out)
+    received = len(http.requests)
+    assert received < n  # stopped early: the held ones in flight finished, no new one began
+    assert (summary["stopped_by"], summary["sent"]) == ("SIGTERM", received)
+    assert summary["released"] == n - received
+    assert sum(sent_per_row(db_path).values()) == received  # every answered send recorded once
+    assert set(sent_per_row(db_path).values()) == {1}
     assert helpers_running() == []
