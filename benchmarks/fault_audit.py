@@ -39,6 +39,7 @@ class Tally:
     transient_beside_success: int = 0  # the population issue 12 counted
     transient_beside_success_sent: int = 0
     attempts: int = 0
+    skipped_fires: int = 0  # fires of recurring rows coalesced while the row retried a fire
     outcomes: Counter[str] = field(default_factory=Counter)
     lost: list[Pair] = field(default_factory=list)
     sent_twice: list[Pair] = field(default_factory=list)
@@ -84,6 +85,7 @@ def audit(
         for r in h["target_retries"]:
             retrying.add((rid, ms(r["fire_at"]), r["target"]["channel"], r["target"]["address"]))
         row = h["reminder"]
+        t.skipped_fires += int(row.get("skipped_fires") or 0)
         if row.get("state") == "pending" and row.get("error_count") and row.get("next_fire_at"):
             # A fire that failed on every target waits on the row itself, not on target_retries.
             row_retrying.add((rid, ms(row["fire_at"])))

@@ -210,7 +210,8 @@ def report(store: str, o: Outcome) -> str:
     t = o.tally
     lines = [
         f"{store}: {o.seconds:.1f}s, {o.reminders} reminders, {o.ticks} ticks",
-        f"  cycles (fires attempted): {t.fires:,} (planned {o.planned_fires:,})",
+        f"  cycles (fires attempted): {t.fires:,} (planned {o.planned_fires:,}, "
+        f"{t.skipped_fires:,} coalesced behind a retrying fire)",
         f"  (target, fire) pairs attempted: {t.pairs:,} ({t.attempts:,} attempts: "
         + ", ".join(f"{k} {v:,}" for k, v in sorted(t.outcomes.items()))
         + ")",
