@@ -17,6 +17,7 @@ import contextlib
 import email.policy
 import socket
 import ssl
+import struct
 import sys
 import threading
 from collections.abc import Iterable, Mapping
@@ -380,6 +381,7 @@ class Reply:
     the headers and `body`, announce one byte more than that, then hold until the sink closes.
     `hold`: answer normally, but only once `HttpSink.release()` is called (or the sink closes).
     `delay`: answer normally after this many seconds (a slow receiver).
+    `reset`: read the request, then drop the connection with a TCP reset, answering nothing.
     """
 
     status: int = 200
@@ -389,6 +391,7 @@ class Reply:
     hang_mid_body: bool = False
     hold: bool = False
     delay: float = 0.0
+    reset: bool = False
 
 
 @dataclass(frozen=True)
@@ -559,6 +562,13 @@ class _HttpHandler(BaseHTTPRequestHandler):
             self.command, self.path, headers, self._read_body(), self.client_address[1]
         )
         reply = sink._record(request)
+        if reply.reset:
+            # Linger 0: closing sends RST, not FIN; the socket really closes once the handler's
+            # files are closed, before socketserver's shutdown_request (which then finds it gone).
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
         if reply.hang:
             sink._released.wait()
             self.close_connection = True
