@@ -7,14 +7,11 @@ from duequeue.store.pg_session import Cursor
 from duequeue.store.rows import LedgerState
 
 
-def targets(
-    cur: Cursor, ids: Sequence[int], *, enabled_only: bool = False
-) -> dict[int, tuple[Target, ...]]:
+def targets(cur: Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
     found: dict[int, list[Target]] = {}
-    enabled = "AND disabled_at IS NULL" if enabled_only else ""
     cur.execute(
-        f"""SELECT reminder_id, id, channel, address, disabled_at FROM targets
-           WHERE reminder_id = ANY(%s) {enabled} ORDER BY id""".encode(),
+        """SELECT reminder_id, id, channel, address, disabled_at FROM targets
+           WHERE reminder_id = ANY(%s) ORDER BY id""",
         (list(ids),),
     )
     for rid, tid, channel, address, disabled in cur.fetchall():

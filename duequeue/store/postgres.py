@@ -109,7 +109,7 @@ class PostgresStore(Store):
                 return again
             shared.sort_claimed(rows)
             ids = [int(row[0]) for row in rows]
-            targets = pg_rows.targets(cur, ids, enabled_only=True)
+            targets = pg_rows.targets(cur, ids)
             ledger, rearmed = pg_rows.ledger_state(cur, ids, [int(row[9]) for row in rows])
             claimed = [
                 shared.claimed(

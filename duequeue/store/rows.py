@@ -89,7 +89,15 @@ def claimed(
     ledger: "LedgerState | None",
     rearmed: bool,
 ) -> Claimed:
-    """Build a Claimed from a CLAIM_RETURNING row and its fire's ledger state (None: empty)."""
+    """Build a Claimed from a CLAIM_RETURNING row and its fire's ledger state (None: empty).
+
+    A disabled target (410 Gone) is left out, unless it was already tried for this fire: then
+    its refusal must still count, or the fire would end as a success with that target's
+    (target, fire) neither sent nor dead-lettered.
+    """
+    tried = NO_ATTEMPTS if ledger is None else ledger.attempts
+    if any(t.disabled_at is not None for t in targets):
+        targets = tuple(t for t in targets if t.disabled_at is None or t.id in tried)
     if ledger is None:
         # A fire never tried before, the usual case: nothing to copy (a claim builds thousands).
         return Claimed(

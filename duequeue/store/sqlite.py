@@ -178,7 +178,7 @@ class SQLiteStore(OperatorQueries, Store):
                 return again
             shared.sort_claimed(rows)
             ids = [int(row[0]) for row in rows]
-            targets = self._targets(cur, ids, enabled_only=True)
+            targets = self._targets(cur, ids)
             retried = self._retried(cur, ids)
             fires = [(rid, int(row[9])) for rid, row in zip(ids, rows, strict=True)]
             ledger = self._ledger_state(cur, fires, retried)
@@ -347,16 +347,13 @@ class SQLiteStore(OperatorQueries, Store):
         return [DeliveryRecord(*row) for row in rows]
 
     @staticmethod
-    def _targets(
-        cur: apsw.Cursor, ids: Sequence[int], *, enabled_only: bool = False
-    ) -> dict[int, tuple[Target, ...]]:
+    def _targets(cur: apsw.Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
         found: dict[int, list[Target]] = {}
         # json_each keeps this one statement whatever the batch size (no variable limit).
         for rid, tid, channel, address, disabled in _fetch(
             cur,
-            f"""SELECT reminder_id, id, channel, address, disabled_at FROM targets
-               WHERE reminder_id IN (SELECT value FROM json_each(?))
-               {"AND disabled_at IS NULL" if enabled_only else ""} ORDER BY id""",
+            """SELECT reminder_id, id, channel, address, disabled_at FROM targets
+               WHERE reminder_id IN (SELECT value FROM json_each(?)) ORDER BY id""",
             (_json_ints(ids),),
         ):
             found.setdefault(int(rid), []).append(Target(int(tid), channel, address, disabled))
