@@ -317,7 +317,7 @@ def worker(
     from duequeue import service
     from duequeue.entrypoint import clock_ms as _clock_ms
     from duequeue.timefmt import parse_duration
-    from duequeue.worker import Worker
+    from duequeue.worker import Ticked, Worker
 
     interval = parse_duration(every, "--every").total_seconds()
     settings = _settings(ctx)
@@ -325,14 +325,14 @@ def worker(
     # creates a missing one (cron or systemd may start before the first `add`).
     _store(settings, create=True).close()
 
-    def one_tick() -> str:
+    def one_tick() -> Ticked:
         now = _now()
         store = _store(settings, create=True)
         try:
             summary = service.run_tick(store, settings, now, _clock_ms, limit)
         finally:
             store.close()
-        return f"{iso(to_ms(now))} tick: {summary.line()}"
+        return Ticked(f"{iso(to_ms(now))} tick: {summary.line()}", summary.stopped_by)
 
     def log(line: str) -> None:
         typer.echo(line)
