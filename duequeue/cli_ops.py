@@ -61,13 +61,15 @@ def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
     """Validate every line, then write them all; with a progress bar when stderr is a terminal."""
     from duequeue import importer, ops
 
-    def write(reminders: list[Any]) -> Any:
+    def write(spool: Any) -> Any:
         # Validated before the database is opened: a bad line writes nothing, creates nothing.
-        store = _store(settings, create=True)
-        try:
-            return ops.import_reminders(store, reminders, now)
-        finally:
-            store.close()
+        # The spool is read back a chunk at a time, inside the one transaction.
+        with spool:
+            store = _store(settings, create=True)
+            try:
+                return ops.import_reminders(store, spool, now)
+            finally:
+                store.close()
 
     if not sys.stderr.isatty():
         return write(importer.parse_lines(f, settings.tz, now))
@@ -76,9 +78,9 @@ def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("checking", total=size)
-        reminders = importer.parse_lines(f, settings.tz, now, lambda n: bar.advance(task, n))
+        spool = importer.parse_lines(f, settings.tz, now, lambda n: bar.advance(task, n))
         bar.update(task, description="writing")
-        return write(reminders)
+        return write(spool)
 
 
 @app.command()
