@@ -63,13 +63,15 @@ def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
     """Validate every line, then write them all; with a progress bar when stderr is a terminal."""
     from duequeue import importer, ops
 
-    def write(reminders: list[Any]) -> Any:
+    def write(spool: Any) -> Any:
         # Validated before the database is opened: a bad line writes nothing, creates nothing.
-        store = _store(settings, create=True)
-        try:
-            return ops.import_reminders(store, reminders, now)
-        finally:
-            store.close()
+        # The spool is read back a chunk at a time, inside the one transaction.
+        with spool:
+            store = _store(settings, create=True)
+            try:
+                return ops.import_reminders(store, spool, now)
+            finally:
+                store.close()
 
     if not sys.stderr.isatty():
         return write(importer.parse_lines(f, settings.tz, now))
@@ -78,9 +80,9 @@ def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("checking", total=size)
-        reminders = importer.parse_lines(f, settings.tz, now, lambda n: bar.advance(task, n))
+        spool = importer.parse_lines(f, settings.tz, now, lambda n: bar.advance(task, n))
         bar.update(task, description="writing")
-        return write(reminders)
+        return write(spool)
 
 
 @app.command()
@@ -320,7 +322,7 @@ def worker(
     from duequeue import service
     from duequeue.entrypoint import clock_ms as _clock_ms
     from duequeue.timefmt import parse_duration
-    from duequeue.worker import Worker
+    from duequeue.worker import Ticked, Worker
 
     interval = parse_duration(every, "--every").total_seconds()
     settings = _settings(ctx)
@@ -328,14 +330,14 @@ def worker(
     # creates a missing one (cron or systemd may start before the first `add`).
     _store(settings, create=True).close()
 
-    def one_tick() -> str:
+    def one_tick() -> Ticked:
         now = _now()
         store = _store(settings, create=True)
         try:
             summary = service.run_tick(store, settings, now, _clock_ms, limit)
         finally:
             store.close()
-        return f"{iso(to_ms(now))} tick: {summary.line()}"
+        return Ticked(f"{iso(to_ms(now))} tick: {summary.line()}", summary.stopped_by)
 
     def log(line: str) -> None:
         typer.echo(line)

@@ -1,6 +1,6 @@
 """What the operator's commands do: import, history, cancel, retry, stats and prune."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -28,10 +28,10 @@ class ImportResult:
     skipped: int  # reminders whose key already existed
 
 
-def import_reminders(store: Store, reminders: Sequence[NewReminder], now: datetime) -> ImportResult:
+def import_reminders(store: Store, reminders: Iterable[NewReminder], now: datetime) -> ImportResult:
     """Store validated reminders in one transaction; existing keys are skipped and counted."""
     imported, skipped = store.add_many(reminders, to_ms(now))
-    return ImportResult(len(reminders), imported, skipped)
+    return ImportResult(imported + skipped, imported, skipped)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,13 +1,16 @@
 """`worker`: tick on an interval in the foreground until SIGTERM or SIGINT (for systemd).
 
 A signal never cuts a tick short: while one runs it only asks the loop to stop after it, so the
-tick writes its outcomes back; between ticks it stops the wait at once.
+tick writes its outcomes back; between ticks it stops the wait at once. While a tick delivers, the
+tick catches the signal itself (stopsignal.py: in-flight sends finish, unstarted rows are
+released) and this handler never sees it, so the tick reports it back and the loop ends there.
 """
 
 import signal
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import NamedTuple
 
 from duequeue.errors import DuequeueError
 
@@ -16,13 +19,20 @@ class _Stop(Exception):
     """Raised by the signal handler between ticks to end the wait."""
 
 
+class Ticked(NamedTuple):
+    """What one tick tells the loop: its log line, and the stop signal it caught, if any."""
+
+    line: str
+    stopped_by: str | None = None
+
+
 class Worker:
     """The loop of `duequeue worker`."""
 
     def __init__(
         self,
         every_s: float,
-        tick: Callable[[], str],
+        tick: Callable[[], Ticked],
         log: Callable[[str], None],
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -57,7 +67,10 @@ class Worker:
         while not self.stopping:
             self._ticking = True
             try:
-                self._log(self._tick())
+                ticked = self._tick()
+                self._log(ticked.line)
+                if ticked.stopped_by is not None:
+                    self.stopping = True
             except DuequeueError as exc:
                 # A locked or unreadable database now may be fine next time; keep the loop up.
                 self._log(f"tick failed: {exc}")

@@ -4,7 +4,7 @@ A backend's test class inherits StoreContract and provides a `store` fixture.
 """
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import pytest
@@ -20,6 +20,7 @@ from duequeue.store.base import (
     Store,
     WriteBack,
 )
+from duequeue.store.rows import ADD_CHUNK
 
 NOW = 1_800_000_000_000
 MIN = 60_000
@@ -373,6 +374,31 @@ class OperatorContract:
         ]
         assert store.add_many(batch, NOW) == (1, 3)  # the keyless one has nothing to match
         assert store.add_many([], NOW) == (0, 0)
+
+    def test_add_many_streams_chunks_in_one_transaction_and_keys_match_across_chunks(
+        self, store: Store
+    ) -> None:
+        n = 2 * ADD_CHUNK + 5
+
+        def stream() -> Iterator[NewReminder]:  # a generator: read once, length unknown
+            for i in range(n):
+                yield reminder(NOW + i, key=f"k{i}")
+            yield reminder(NOW, key="k0")  # a duplicate of the first, two chunks later
+
+        assert store.add_many(stream(), NOW) == (n, 1)
+        assert store.stats(NOW).pending == n
+
+    def test_add_many_writes_nothing_when_the_stream_fails_after_a_chunk(
+        self, store: Store
+    ) -> None:
+        def stream() -> Iterator[NewReminder]:
+            for i in range(ADD_CHUNK + 5):  # the first chunk is inserted before this fails
+                yield reminder(NOW + i)
+            raise ValueError("line 10006: bad")
+
+        with pytest.raises(ValueError, match="line 10006"):
+            store.add_many(stream(), NOW)
+        assert store.list_view("all", NOW) == []
 
     def test_list_view_filters_by_subject_and_target_like_patterns(self, store: Store) -> None:
         hook = (NewTarget("webhook", "http://hooks.example.com/rent"),)

@@ -134,6 +134,27 @@ def test_a_bad_line_leaves_an_existing_database_unchanged(
     assert rows(db_path) == 1
 
 
+def test_a_bad_line_late_in_a_large_file_writes_nothing(cli: Cli, tmp_path: Path) -> None:
+    # Far more lines than one chunk of the spool or of the insert: nothing is kept of them.
+    kept = cli.add("--at", "+1h", "--webhook", HOOK, "--key", "kept")
+    good = [{"at": "+1h", "webhook": [HOOK], "key": f"k{i}"} for i in range(49_999)]
+    f = jsonl(tmp_path / "big.jsonl", *good, {"at": "soon", "webhook": [HOOK]})
+    r = cli("import", str(f))
+    assert (r.code, r.out) == (2, "")
+    assert r.err.startswith("duequeue: error: line 50000: at:")
+    assert [row["id"] for row in cli.inspect("--all")] == [kept]
+
+
+def test_a_large_file_is_imported_whole_and_a_key_repeated_chunks_later_is_skipped(
+    cli: Cli, tmp_path: Path
+) -> None:
+    items = [{"at": "+1h", "webhook": [HOOK], "key": f"k{i}"} for i in range(25_000)]
+    f = jsonl(tmp_path / "big.jsonl", *items, items[0])
+    r = cli("import", str(f), "--json")
+    assert r.json() == {"lines": 25_001, "imported": 25_000, "skipped": 1}
+    assert cli("stats", "--json").json()["reminders"]["pending"] == 25_000
+
+
 def test_import_reads_stdin(cli: Cli, db_path: Path) -> None:
     lines = "".join(json.dumps({"at": "+1h", "webhook": [HOOK], "key": k}) + "\n" for k in "ab")
     r = cli.runner.invoke(app, ["import", "-", "--json"], input=lines, env=cli.env)

@@ -7,14 +7,14 @@ import signal
 import subprocess
 import sys
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from duequeue.worker import Worker
+from duequeue.worker import Ticked, Worker
 from tests.e2e import Cli
-from tests.servers import HttpSink
+from tests.servers import HttpSink, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 WAIT = 20.0  # seconds; generous for a loaded machine, never a race winner
@@ -23,8 +23,8 @@ WAIT = 20.0  # seconds; generous for a loaded machine, never a race winner
 class Running:
     """A worker subprocess whose output lines are read on a thread, so waits can time out."""
 
-    def __init__(self, db: Path, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DUEQUEUE_")}
+    def __init__(self, db: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DUEQUEUE_")} | (env or {})
         env["PYTHONPATH"] = str(ROOT)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "duequeue", "--db", str(db), "worker", *args],
@@ -82,6 +82,40 @@ def test_the_worker_delivers_what_becomes_due(db_path: Path) -> None:
     assert json.loads(req.body)["data"]["reminder_id"] == rid
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_a_delivery_ends_the_worker_after_that_tick(
+    db_path: Path, signum: int
+) -> None:
+    with HttpSink() as http:
+        http.respond("/first", Reply(hold=True))
+        due = datetime.now(UTC) - timedelta(minutes=1)
+        first = Cli(db_path, due).add("--at", "now", "--webhook", http.url("/first"))
+        rest = Cli(db_path, due + timedelta(seconds=1)).add(
+            "--at", "now", "--webhook", http.url("/rest")
+        )
+        # One webhook at a time: /first is held in flight while /rest waits its turn.
+        worker = Running(db_path, "--every", "1s", env={"DUEQUEUE_CONCURRENCY": "1"})
+        http.wait_for_requests(1)
+        worker.proc.send_signal(signum)
+        worker.wait_for(f"duequeue: {signal.Signals(signum).name}: stopping")
+        http.release()  # the receiver answers the request in flight
+        line = worker.wait_for(" tick: ")
+        assert worker.proc.wait(WAIT) == 0
+        worker.wait_for("worker: stopped by a signal")
+        # No later tick: /rest, released and due, would have been the next tick's first row.
+        assert [r.path for r in http.requests] == ["/first"]
+        assert "claimed 2: sent 1" in line and "released 1" in line
+        assert line.endswith(f"stopped by {signal.Signals(signum).name}")
+        assert not [x for x in worker.seen if " tick: " in x and x != line]
+
+        cli = Cli(db_path, datetime.now(UTC))
+        attempts = cli("history", str(first), "--json").json()["attempts"]
+        assert [a["outcome"] for a in attempts] == ["sent"]  # the held one was written back
+        assert cli("history", str(rest), "--json").json()["attempts"] == []
+        assert cli.tick()["sent"] == 1  # released, not leased: taken at once
+    assert [r.path for r in http.requests] == ["/first", "/rest"]
+
+
 def test_a_bad_interval_exits_2(db_path: Path) -> None:
     r = Cli(db_path, datetime.now(UTC))("worker", "--every", "often")
     assert r.code == 2
@@ -92,17 +126,29 @@ def test_a_signal_during_a_tick_lets_the_tick_finish_first() -> None:
     log: list[str] = []
     calls = 0
 
-    def tick() -> str:
+    def tick() -> Ticked:
         nonlocal calls
         calls += 1
         os.kill(os.getpid(), signal.SIGTERM)  # arrives in the middle of this tick
-        return "tick finished"
+        return Ticked("tick finished")
 
     before = signal.getsignal(signal.SIGTERM)
     Worker(60.0, tick, log.append).run()
     assert calls == 1
     assert log == ["tick finished", "worker: stopped by a signal"]
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_signal_the_tick_caught_itself_ends_the_loop_after_that_tick() -> None:
+    log: list[str] = []
+    results = iter([Ticked("first"), Ticked("second, stopped", stopped_by="SIGTERM")])
+
+    def tick() -> Ticked:
+        # The tick's own handler (stopsignal.py) took the signal, so only the result tells.
+        return next(results)
+
+    Worker(0.0, tick, log.append).run()
+    assert log == ["first", "second, stopped", "worker: stopped by a signal"]
 
 
 def test_a_signal_between_ticks_ends_the_wait_at_once() -> None:
@@ -113,7 +159,7 @@ def test_a_signal_between_ticks_ends_the_wait_at_once() -> None:
         os.kill(os.getpid(), signal.SIGTERM)  # arrives while waiting for the next tick
         raise AssertionError("the signal should have ended the wait")
 
-    Worker(60.0, lambda: "tick", log.append, sleep=sleep).run()
+    Worker(60.0, lambda: Ticked("tick"), log.append, sleep=sleep).run()
     assert log == ["tick", "worker: stopped by a signal"]
 
 
@@ -123,12 +169,12 @@ def test_a_failing_tick_is_logged_and_the_loop_goes_on() -> None:
     log: list[str] = []
     results = iter([StoreError("database locked"), "tick ok"])
 
-    def tick() -> str:
+    def tick() -> Ticked:
         result = next(results)
         if isinstance(result, Exception):
             raise result
         os.kill(os.getpid(), signal.SIGTERM)
-        return result
+        return Ticked(result)
 
     Worker(0.001, tick, log.append).run()
     assert log == ["tick failed: database locked", "tick ok", "worker: stopped by a signal"]

@@ -5,7 +5,7 @@ the clock: `now` is always an argument.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
@@ -321,11 +321,12 @@ class Store(ABC):
         """Return one reminder, or None when no row has that id."""
 
     @abstractmethod
-    def add_many(self, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
+    def add_many(self, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
         """Insert reminders with their targets in one transaction; return (added, skipped).
 
         A reminder whose key already exists (in the store or earlier in the batch) is skipped,
-        as `add` does; any other failure writes nothing.
+        as `add` does; any other failure writes nothing. `reminders` is read a chunk at a time
+        (ADD_CHUNK), never held whole, so it may be a stream of any length.
         """
 
     @abstractmethod

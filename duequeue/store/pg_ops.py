@@ -4,7 +4,7 @@ The counterparts of sqlite_ops, with the same contracts (see Store). Each functi
 transaction the PostgresStore opened and gets its cursor; none of them commits or reads the clock.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from duequeue.errors import NotFoundError
@@ -22,6 +22,7 @@ from duequeue.store.rows import (
     REMINDER_COLUMNS,
     REMINDER_FIELDS,
     cancel_refusal,
+    chunked,
     reminder_values,
     retry_refusal,
 )
@@ -71,10 +72,16 @@ def insert_reminder(cur: Cursor, r: NewReminder, now: int) -> int | None:
     return rid
 
 
-def add_many(cur: Cursor, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
-    """Insert reminders and their targets; return (added, skipped existing keys)."""
-    if not reminders:
-        return 0, 0
+def add_many(cur: Cursor, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
+    """Insert reminders and their targets a chunk at a time; return (added, skipped)."""
+    added = skipped = 0
+    for chunk in chunked(reminders):
+        a, s = _add_chunk(cur, chunk, now)
+        added, skipped = added + a, skipped + s
+    return added, skipped
+
+
+def _add_chunk(cur: Cursor, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
     # Pipelined: one round trip for the batch, not one per reminder. Each statement still runs
     # in order, so the UNIQUE key decides as in `add`: a key seen before (even earlier in this
     # batch) inserts nothing and returns no row.

@@ -5,7 +5,7 @@ ticks on any number of hosts split the due rows without waiting on each other, a
 columns carry the ownership past the transaction exactly as on SQLite.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from duequeue.store import pg_ops, pg_rows, retries
 from duequeue.store import rows as shared
@@ -354,12 +354,14 @@ class PostgresStore(Store):
 
     # -- operator writes --------------------------------------------------------------------
 
-    def add_many(self, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
-        # Keyless reminders would be added twice by a repeat after a lost commit.
+    def add_many(self, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
+        # Keyless reminders would be added twice by a repeat after a lost commit, and a stream
+        # (import's spool) is not checked for keys: that would read it all once more.
         return self.session.transact(
             lambda cur: pg_ops.add_many(cur, reminders, now),
             what="bulk add",
-            repeatable=all(r.key is not None for r in reminders),
+            repeatable=isinstance(reminders, Sequence)
+            and all(r.key is not None for r in reminders),
         )
 
     # A repeat of cancel, retry or prune after a lost commit finds its work done and changes

@@ -5,7 +5,7 @@ claim returns, the columns inspect reads and how their rows become records do no
 here makes a column added for one store impossible to forget in the other.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -57,6 +57,23 @@ VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
     (SELECT min(d.at) FROM deliveries d WHERE d.reminder_id = r.id
         AND d.fire_at = r.last_fired_at AND d.outcome = 'sent'),
     r.dtstart"""
+
+
+# Reminders add_many inserts per statement batch: a few MB of rows in memory at a time, and a
+# batch big enough that the per-batch queries (max(id), RETURNING) cost nothing per row.
+ADD_CHUNK = 10_000
+
+
+def chunked(reminders: Iterable[NewReminder], size: int = ADD_CHUNK) -> Iterator[list[NewReminder]]:
+    """Yield `reminders` as lists of at most `size`, reading no further ahead than one list."""
+    chunk: list[NewReminder] = []
+    for r in reminders:
+        chunk.append(r)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def reminder_values(r: NewReminder, now: int) -> tuple[Any, ...]:

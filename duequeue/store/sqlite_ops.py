@@ -5,7 +5,7 @@ cursor to a function below, which never commits or reads the clock.
 """
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,6 +26,7 @@ from duequeue.store.rows import (
     REMINDER_COLUMNS,
     REMINDER_FIELDS,
     cancel_refusal,
+    chunked,
     reminder_values,
     retry_refusal,
 )
@@ -43,7 +44,7 @@ class OperatorQueries:
         raise NotImplementedError  # pragma: no cover - SQLiteStore's own
 
     @guarded
-    def add_many(self, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
+    def add_many(self, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
         with self._write() as cur:
             return add_many(cur, reminders, now)
 
@@ -119,8 +120,16 @@ def _ids_json(ids: Sequence[int]) -> str:
     return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
-def add_many(cur: apsw.Cursor, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
-    """Insert reminders and their targets; return (added, skipped existing keys)."""
+def add_many(cur: apsw.Cursor, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
+    """Insert reminders and their targets a chunk at a time; return (added, skipped)."""
+    added = skipped = 0
+    for chunk in chunked(reminders):
+        a, s = _add_chunk(cur, chunk, now)
+        added, skipped = added + a, skipped + s
+    return added, skipped
+
+
+def _add_chunk(cur: apsw.Cursor, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
     # Ids are given, not returned one by one, so both inserts run as executemany (about twice as
     # fast for 100,000 rows). Safe: the transaction holds the write lock, and max(id) + n is the
     # id SQLite would pick itself. The UNIQUE key still decides, as in `add`: a key seen before,

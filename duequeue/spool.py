@@ -1,0 +1,75 @@
+"""Validated reminders parked in an anonymous temporary file between `import`'s two passes.
+
+`import` is all or nothing and checks every line before it opens the database, yet a file of a
+million lines held as NewReminder objects took 635 MB. So the checking pass writes each chunk of
+validated reminders here, and the writing pass reads them back a chunk at a time: memory stays
+at about one chunk whatever the file's size, each line is parsed once (parsing is most of the
+cost), and stdin, which cannot be read twice, needs nothing special.
+"""
+
+import pickle
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
+
+from duequeue.store.base import NewReminder, NewTarget
+
+# The fields of a spooled reminder, in NewReminder's order, targets as (channel, address) pairs.
+# Plain tuples, because pickle rebuilds a frozen slotted dataclass field by field: at a million
+# rows that cost about 10 s more than the tuples and their rebuilding.
+_Flat = tuple[
+    str, str, str | None, str, int, int | None, tuple[tuple[str, str], ...], Any, Any, Any, Any
+]
+
+CHUNK = 10_000  # reminders per pickled chunk; a few MB in memory at a time
+
+
+class Spool:
+    """A file of validated reminders, written once, then read back as often as asked."""
+
+    def __init__(self) -> None:
+        # Unlinked at once (TemporaryFile): nothing is left behind, whatever ends the process,
+        # and no other process can reach the file, so unpickling it trusts only ourselves.
+        prefix = "duequeue-import-"
+        self._file: IO[bytes] = tempfile.TemporaryFile(prefix=prefix)  # noqa: SIM115 - close()
+        self._chunk: list[_Flat] = []
+        self.count = 0
+
+    def add(self, reminder: NewReminder) -> None:
+        """Append one reminder."""
+        r = reminder
+        targets = tuple((t.channel, t.address) for t in r.targets)
+        flat = (r.subject, r.body, r.data, r.tz, r.dtstart, r.fire_at, targets)
+        self._chunk.append((*flat, r.rule_kind, r.rule, r.misfire_grace_ms, r.key))
+        self.count += 1
+        if len(self._chunk) >= CHUNK:
+            self._dump()
+
+    def _dump(self) -> None:
+        pickle.dump(self._chunk, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._chunk = []
+
+    def __iter__(self) -> Iterator[NewReminder]:
+        """Read every reminder back, in the order added (each call starts again)."""
+        if self._chunk:
+            self._dump()
+        self._file.flush()
+        self._file.seek(0)
+        while True:
+            try:
+                chunk: list[_Flat] = pickle.load(self._file)
+            except EOFError:
+                return
+            for subject, body, data, tz, dtstart, fire_at, targets, *rest in chunk:
+                ts = tuple(NewTarget(c, a) for c, a in targets)  # type: ignore[arg-type]
+                yield NewReminder(subject, body, data, tz, dtstart, fire_at, ts, *rest)
+
+    def close(self) -> None:
+        """Drop the file."""
+        self._file.close()
+
+    def __enter__(self) -> "Spool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
