@@ -1,6 +1,7 @@
 """Deliveries per second with 1, 2 and 4 concurrent tick processes, PostgreSQL against SQLite.
 
     python -m benchmarks.bench_postgres [--rows 2000] [--limit 100] [--repeat 1] [--pg-url URL]
+    python -m benchmarks.bench_postgres --history 1000000 [--rows ...]   # PostgreSQL only
 
 Each run fills a fresh database with `--rows` due one-shot reminders, each with one webhook to a
 local HTTP sink (tests/servers.HttpSink, signed as in production), then starts N worker processes
@@ -11,6 +12,11 @@ the last one exits. The PostgreSQL runs use a throw-away database on the server 
 SQLite with one tick process measured in the same run, so they compare like with like on this
 machine; absolute figures depend on it. With `--repeat N` each configuration runs N times and the
 fastest run is reported (the one least disturbed by whatever else the machine was doing).
+
+With `--history N` it measures PostgreSQL alone, on an empty database against one that already
+holds N ledger rows (N / 10 finished reminders with ten delivered fires each, seeded by
+generate_series and ANALYZEd before the due rows are added): a tick's cost must not grow with
+history. Ratios are then against the empty database with the same number of tick processes.
 """
 
 import argparse
@@ -138,12 +144,91 @@ def _run(store: str, db: str, ticks: int, rows: int, limit: int, url: str, tmp: 
     return Result(store, ticks, delivered, seconds)
 
 
-def _reset_pg(url: str) -> None:
+def _reset_pg(url: str, history: int = 0) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
         conn.execute("CREATE SCHEMA public")
+    if history:
+        _seed_history(url, history)
+
+
+def _seed_history(url: str, ledger_rows: int) -> None:
+    """Add finished reminders with `ledger_rows` delivered attempts in all, then ANALYZE."""
+    import psycopg
+
+    from duequeue.store import open_store
+
+    open_store(url).close()  # the schema
+    done = max(1, ledger_rows // 10)
+    long_ago = 1_000_000_000_000  # 2001: history, never due
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            f"""INSERT INTO reminders (subject, body, tz, dtstart, fire_at, done_at,
+                                       last_fired_at, created_at, updated_at)
+                SELECT 'h' || g, 'b', 'UTC', {long_ago}, {long_ago}, {long_ago}, {long_ago},
+                       {long_ago}, {long_ago}
+                FROM generate_series(1, {done}) g""".encode()
+        )
+        conn.execute(
+            """INSERT INTO targets (reminder_id, channel, address)
+               SELECT id, 'webhook', 'https://example.test/' || id FROM reminders"""
+        )
+        conn.execute(
+            f"""INSERT INTO deliveries (reminder_id, target_id, fire_at, outcome, attempt, at)
+                SELECT t.reminder_id, t.id, {long_ago} + n * 60000, 'sent', 1, {long_ago}
+                FROM targets t, generate_series(0, {ledger_rows // done - 1}) n""".encode()
+        )
+        conn.execute("VACUUM ANALYZE")
+
+
+def _history_table(args: argparse.Namespace) -> None:
+    """Run PostgreSQL alone, empty against `--history` ledger rows; print a Markdown table."""
+    import psycopg
+
+    from tests.servers import HttpSink
+
+    name = f"duequeue_bench_{secrets.token_hex(4)}"
+    admin = psycopg.connect(args.pg_url, autocommit=True)
+    admin.execute(f'CREATE DATABASE "{name}"')
+    pg_db = urlsplit(args.pg_url)._replace(path="/" + name).geturl()
+    results: list[tuple[int, Result]] = []
+    try:
+        with HttpSink() as sink, tempfile.TemporaryDirectory() as tmp_dir:
+            for ticks in (1, 2, 4):
+                for history in (0, args.history):
+                    runs = []
+                    for _ in range(args.repeat):
+                        _reset_pg(pg_db, history)
+                        runs.append(
+                            _run(
+                                "PostgreSQL",
+                                pg_db,
+                                ticks,
+                                args.rows,
+                                args.limit,
+                                sink.url(),
+                                Path(tmp_dir),
+                            )
+                        )
+                    results.append((history, min(runs, key=lambda r: r.seconds)))
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+    print(
+        f"PostgreSQL, {args.rows} due reminders, one webhook each, tick --limit {args.limit}, "
+        f"best of {args.repeat}\n"
+    )
+    print("| ledger rows before | tick processes | seconds | deliveries/s | vs empty, same N |")
+    print("|---|---|---|---|---|")
+    empty = {r.ticks: r.rate for history, r in results if history == 0}
+    for history, r in results:
+        print(
+            f"| {history:,} | {r.ticks} | {r.seconds:.2f} | {r.rate:.0f} "
+            f"| {r.rate / empty[r.ticks]:.2f}x |"
+        )
 
 
 def main() -> None:
@@ -156,9 +241,15 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100, help="rows per tick (tick --limit)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per configuration; best kept")
     parser.add_argument("--pg-url", default=DEFAULT_PG, help="PostgreSQL server to use")
+    parser.add_argument(
+        "--history", type=int, default=0, help="PostgreSQL only: empty vs this many ledger rows"
+    )
     args = parser.parse_args()
 
     sys.path.insert(0, str(ROOT))
+    if args.history:
+        _history_table(args)
+        return
     import psycopg
 
     from tests.servers import HttpSink

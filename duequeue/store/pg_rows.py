@@ -25,13 +25,19 @@ def ledger_state(
 ) -> tuple[dict[int, LedgerState], set[int]]:
     """Return, per claimed row, the ledger of its pending fire, and which rows' fires were
     re-armed by `retry`, in one query per batch."""
+    # Looked up row by row (a correlated subquery, an aggregating LATERAL) so that each claimed
+    # row costs one probe of the (reminder_id, fire_at) indexes: a plain join lets the planner
+    # hash a sequential scan of the whole ledger once a claim is large, a cost growing with
+    # history.
     cur.execute(
-        """SELECT c.rid, d.target_id, d.outcome, count(d.id), max(d.at), x.retried_at
+        """SELECT c.rid, d.target_id, d.outcome, d.n, d.last,
+                  (SELECT x.retried_at FROM dead_letters x
+                   WHERE x.reminder_id = c.rid AND x.fire_at = c.fire)
            FROM unnest(%s::bigint[], %s::bigint[]) AS c(rid, fire)
-           LEFT JOIN dead_letters x
-             ON x.reminder_id = c.rid AND x.fire_at = c.fire AND x.retried_at IS NOT NULL
-           LEFT JOIN deliveries d ON d.reminder_id = c.rid AND d.fire_at = c.fire
-           GROUP BY c.rid, d.target_id, d.outcome, x.retried_at""",
+           LEFT JOIN LATERAL (
+               SELECT target_id, outcome, count(*) AS n, max(at) AS last FROM deliveries
+               WHERE reminder_id = c.rid AND fire_at = c.fire
+               GROUP BY target_id, outcome) d ON TRUE""",
         (list(ids), list(fires)),
     )
     state: dict[int, LedgerState] = {}

@@ -29,12 +29,12 @@ from duequeue.store.pg_session import SCHEMA_VERSION, Cursor, Session
 _CLAIM = (
     """
     UPDATE reminders SET lease_owner = %(owner)s, lease_until = %(until)s, updated_at = %(now)s
-    WHERE id IN (
+    WHERE id = ANY(ARRAY(
         SELECT id FROM reminders
         WHERE next_fire_at <= %(now)s AND error_count < %(max)s
           AND (lease_until IS NULL OR lease_until < %(now)s)
         ORDER BY next_fire_at, id LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED)
+        FOR UPDATE SKIP LOCKED))
     RETURNING """
     + shared.CLAIM_RETURNING
 )
@@ -140,8 +140,11 @@ class PostgresStore(Store):
         )
 
         def work(cur: Cursor) -> None:
-            # A `sent` row is kept once per target and fire by the partial unique index; the
-            # NOT EXISTS makes repeating this insert after a lost commit add nothing either.
+            # A `sent` row is kept once per target and fire by the partial unique index (the
+            # ON CONFLICT names it, so the check is that index's probe); the NOT EXISTS makes
+            # repeating this insert after a lost commit add no failed attempt twice either. It
+            # matches reminder_id too (a target has one reminder) so that each new row is one
+            # probe of deliveries_fire, not a hash anti join over the whole ledger.
             cur.execute(
                 """INSERT INTO deliveries
                        (reminder_id, target_id, fire_at, outcome, error, attempt, at)
@@ -150,9 +153,10 @@ class PostgresStore(Store):
                        AS n(reminder_id, target_id, fire_at, outcome, error, attempt, at)
                    WHERE NOT EXISTS (
                        SELECT 1 FROM deliveries d
-                       WHERE d.target_id = n.target_id AND d.fire_at = n.fire_at
+                       WHERE d.reminder_id = n.reminder_id AND d.fire_at = n.fire_at
+                         AND d.target_id = n.target_id
                          AND d.attempt = n.attempt AND d.outcome = n.outcome)
-                   ON CONFLICT DO NOTHING""",
+                   ON CONFLICT (target_id, fire_at) WHERE outcome = 'sent' DO NOTHING""",
                 [list(c) for c in cols],
             )
 

@@ -46,6 +46,15 @@ class Dialect:
             return [int(i) for i in ids]
         return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
+    def in_select(self, column: str, select: str) -> str:
+        """Return a condition: `column` is one of the values `select` returns.
+
+        On PostgreSQL as `= ANY(ARRAY(...))`: the subquery runs once and the outer statement
+        probes `column`'s index, where `IN (...)` may be planned as a hash semi join over a
+        sequential scan of the table once the subquery's LIMIT is large.
+        """
+        return f"{column} = ANY(ARRAY({select}))" if self.pg else f"{column} IN ({select})"
+
     @property
     def skip_locked(self) -> str:
         # SQLite has one writer at a time; PostgreSQL's concurrent claims pass each other by.
@@ -83,13 +92,13 @@ ANY_DUE = """SELECT 1 FROM target_retries WHERE next_try_at <= :now
 
 def claim(run: Run, d: Dialect, owner: str, now: int, until: int, limit: int) -> list[Claimed]:
     """Lease up to `limit` due per-target retries; return each as a one-target Claimed."""
+    due = f"""SELECT id FROM target_retries
+        WHERE next_try_at <= :now AND (lease_until IS NULL OR lease_until < :now)
+        ORDER BY next_try_at, id LIMIT :limit {d.skip_locked}"""
     leased = run(
         d.sql(
             f"""UPDATE target_retries SET lease_owner = :owner, lease_until = :until
-                WHERE id IN (
-                    SELECT id FROM target_retries
-                    WHERE next_try_at <= :now AND (lease_until IS NULL OR lease_until < :now)
-                    ORDER BY next_try_at, id LIMIT :limit {d.skip_locked})
+                WHERE {d.in_select("id", due)}
                 RETURNING id, reminder_id, target_id, fire_at, error_count, next_try_at"""
         ),
         {"owner": owner, "until": until, "now": now, "limit": limit},
