@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from duequeue.errors import DuequeueError, StoreError
-from duequeue.policy import RetryPolicy, Verdict, decide, retry_target
+from duequeue.policy import Decision, RetryPolicy, Verdict, decide, retry_target
 from duequeue.store.base import Claimed, DeliveryRecord, NewTargetRetry, Store, Target, WriteBack
 from duequeue.timefmt import from_ms, to_ms
 
@@ -305,16 +305,16 @@ class _Run:
         s = self.summary
         if row.retry_id is None:  # a target's own retry is late by design, not by a late tick
             s.max_lateness_ms = max(s.max_lateness_ms or 0, lateness)
+        if not row.targets:
+            # Every target was switched off after a 410 Gone: nothing to send this fire to.
+            self._write(_skip(row, self.now, _ALL_DISABLED), "skipped")
+            return
         data = None
         if row.data is not None:
             import json
 
             data = json.loads(row.data)
         fire = _Fire(row, from_ms(row.fire_at), data)
-        if not row.targets:
-            # Every target was switched off after a 410 Gone: nothing to send this fire to.
-            self._write(_skip(row, self.now, _ALL_DISABLED), "skipped")
-            return
         for i, target in enumerate(row.targets):
             if target.id in row.sent:
                 self._resolve(fire, i, _outcome("sent"))
@@ -500,8 +500,7 @@ def _after_attempt(
     """Turn an attempt's outcomes into the row's write-back; a dead fire died at `died_at`."""
     d = decide(policy, outcomes, row.error_count)
     if row.retry_id is not None:
-        wb = _after_target_retry(row, now, d.verdict, d.error_count, d.delay_ms, d.error)
-        return d.verdict, replace(wb, dead_at=died_at if wb.dead_letter else None)
+        return d.verdict, _after_target_retry(row, now, died_at, d)
     if d.verdict is Verdict.RETRY:
         assert d.delay_ms is not None
         return d.verdict, WriteBack(
@@ -552,28 +551,27 @@ def _after_attempt(
     )
 
 
-def _after_target_retry(
-    row: Claimed, now: int, verdict: Verdict, failures: int, delay: int | None, error: str | None
-) -> WriteBack:
+def _after_target_retry(row: Claimed, now: int, died_at: int, d: Decision) -> WriteBack:
     """Write back a per-target retry: sent (deleted), again later, or a dead letter."""
     state: Literal["pending", "done", "dead"] = "done"
-    if verdict is Verdict.RETRY:
-        assert delay is not None
+    if d.verdict is Verdict.RETRY:
+        assert d.delay_ms is not None
         state = "pending"
-    elif verdict is Verdict.DEAD:
+    elif d.verdict is Verdict.DEAD:
         state = "dead"
     return WriteBack(
         reminder_id=row.id,
         fire_at=row.fire_at,
         pending_fire_at=row.fire_at,
-        next_fire_at=None if delay is None else now + delay,
-        error_count=failures,
-        last_error=error,
+        next_fire_at=None if d.delay_ms is None else now + d.delay_ms,
+        error_count=d.error_count,
+        last_error=d.error,
         state=state,
         dead_letter=state == "dead",
         fired=state == "done",
         retry_id=row.retry_id,
-        failures=failures,
+        failures=d.error_count,
+        dead_at=died_at if state == "dead" else None,
     )
 
 
