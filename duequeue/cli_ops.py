@@ -355,7 +355,7 @@ def config(ctx: typer.Context, as_json: JSON = False) -> None:
     """Print the effective settings, secrets masked: the file read, each value's source and
     the tz data in use."""
     from duequeue.config import load_settings_traced, masked
-    from duequeue.zones import in_use
+    from duequeue.schedule.zones import in_use
 
     root = ctx.find_root().params
     settings, origins = load_settings_traced({"db": root.get("db")}, config_file=root.get("config"))

@@ -249,7 +249,7 @@ def _check_email_from(value: str) -> None:
 
 
 def _check_zone(name: str) -> None:
-    from duequeue import zones
+    from duequeue.schedule import zones
 
     try:
         zones.zone(name)

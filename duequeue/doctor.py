@@ -186,7 +186,7 @@ def secret_check(secret: str | None) -> Check:
 
 def zone_checks(default_tz: str) -> list[Check]:
     """Check that the IANA zone data loads, the default zone included, and say which it is."""
-    from duequeue import zones
+    from duequeue.schedule import zones
 
     missing = []
     for name in dict.fromkeys((*_ZONES, default_tz)):

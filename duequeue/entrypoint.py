@@ -55,7 +55,7 @@ def run_tick(db: str | None, config: str | None, limit: int | None, as_json: boo
     else:
         print(f"tick: {summary.line()}")
     if summary.stopped_by:
-        from duequeue.stopsignal import die_by
+        from duequeue.engine.stopsignal import die_by
 
         sys.stdout.flush()
         die_by(summary.stopped_by)  # everything is written back; now end as the signal asks

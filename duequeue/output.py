@@ -45,7 +45,7 @@ def _lateness(v: ReminderView) -> float | None:
 
 def fires_json(tz: str, fires: Sequence[datetime]) -> list[dict[str, str]]:
     """Return fire times as {"local", "utc"} pairs: local in the reminder's zone, with offset."""
-    from duequeue.zones import zone as load_zone
+    from duequeue.schedule.zones import zone as load_zone
 
     zone = load_zone(tz)
     return [{"local": f.astimezone(zone).isoformat(), "utc": iso(to_ms(f)) or ""} for f in fires]
@@ -53,7 +53,7 @@ def fires_json(tz: str, fires: Sequence[datetime]) -> list[dict[str, str]]:
 
 def fires_text(tz: str, fires: Sequence[datetime]) -> str:
     """Return fire times one a line: local time and zone abbreviation, then UTC."""
-    from duequeue.zones import zone as load_zone
+    from duequeue.schedule.zones import zone as load_zone
 
     zone = load_zone(tz)
     lines = []

@@ -13,9 +13,9 @@ from duequeue.timefmt import from_ms, iso, parse_duration, to_ms
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from duequeue.schedule import Rule, RuleKind
+    from duequeue.engine.tick import TickSummary
+    from duequeue.schedule.rules import Rule, RuleKind
     from duequeue.store.copy import Copied
-    from duequeue.tick import TickSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ def build_reminder(
     req: AddRequest, default_tz: str, now: datetime
 ) -> tuple[NewReminder, "Rule | None"]:
     """Validate an add request into a reminder ready to store, and its rule if recurring."""
-    from duequeue import schedule
+    from duequeue.schedule import rules as schedule
 
     validate.utf8(
         [
@@ -128,7 +128,7 @@ def preview(
     rule_kind: "RuleKind | None", rule: str | None, tz: str, dtstart: int, fire_at: int, count: int
 ) -> list[datetime]:
     """Return the pending fire and the ones after it, `count` in all (fewer if the rule ends)."""
-    from duequeue import schedule
+    from duequeue.schedule import rules as schedule
 
     first = from_ms(fire_at)
     if rule_kind is None or rule is None:
@@ -157,7 +157,7 @@ def run_tick(
     store: Store, settings: Settings, now: datetime, clock: "Callable[[], int]", limit: int | None
 ) -> "TickSummary":
     """Run one tick with the effective settings."""
-    from duequeue.tick import HelperOptions, TickOptions, tick
+    from duequeue.engine.tick import HelperOptions, TickOptions, tick
 
     options = TickOptions(
         limit=limit or settings.tick_limit,

@@ -48,15 +48,12 @@ ABOVE = (
     "worker",
 )
 FORBIDDEN = {
-    "store/": (*ABOVE, "tick", "groupcommit", "channels", "schedule", "policy", "config"),
-    "channels/": (*ABOVE, "tick", "groupcommit", "store", "policy", "config"),
-    "schedule.py": (*ABOVE, "tick", "store", "channels", "policy", "config"),
-    "recurrence.py": (*ABOVE, "tick", "store", "channels", "policy", "config"),
-    "wallclock.py": (*ABOVE, "tick", "store", "channels", "policy", "config"),
-    "policy.py": (*ABOVE, "tick", "store", "schedule", "config", "channels.webhook"),
-    "tick.py": ABOVE,
-    "groupcommit.py": ABOVE,
-    "config.py": (*ABOVE, "tick", "store"),
+    "store/": (*ABOVE, "engine", "channels", "schedule", "policy", "config"),
+    "channels/": (*ABOVE, "engine", "store", "policy", "config"),
+    "schedule/": (*ABOVE, "engine", "store", "channels", "policy", "config"),
+    "policy.py": (*ABOVE, "engine", "store", "schedule", "config", "channels.webhook"),
+    "engine/": ABOVE,
+    "config.py": (*ABOVE, "engine", "store"),
 }
 
 

@@ -3,9 +3,9 @@
 import threading
 from pathlib import Path
 
+from duequeue.engine.tick import TickOptions, TickSummary, tick
 from duequeue.store.base import NewTarget
 from duequeue.store.sqlite import SQLiteStore
-from duequeue.tick import TickOptions, TickSummary, tick
 from tests.servers import HttpSink, Reply
 from tests.store_contract import NOW, reminder
 

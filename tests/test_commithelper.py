@@ -22,12 +22,12 @@ from pathlib import Path
 import apsw
 import pytest
 
-from duequeue.commithelper import CommitHelper
+from duequeue.engine.commithelper import CommitHelper
+from duequeue.engine.groupcommit import GroupCommit
+from duequeue.engine.tick import HelperOptions, TickOptions, TickSummary, tick
 from duequeue.errors import StoreError
-from duequeue.groupcommit import GroupCommit
 from duequeue.store.base import DeliveryRecord, NewTarget
 from duequeue.store.sqlite import SQLiteStore
-from duequeue.tick import HelperOptions, TickOptions, TickSummary, tick
 from tests.procs import LIMIT_S, cli_args, cli_env, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply
 from tests.store_contract import NOW, advanced, reminder
@@ -130,7 +130,7 @@ def helpers_running() -> list[int]:
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 cmdline = f.read()
-            if b"duequeue.commithelper" not in cmdline:
+            if b"duequeue.engine.commithelper" not in cmdline:
                 continue
             with open(f"/proc/{entry}/stat") as f:
                 state = f.read().rsplit(")", 1)[1].split()[0]

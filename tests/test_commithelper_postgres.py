@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from duequeue.engine.tick import HelperOptions, TickOptions, tick
 from duequeue.store.base import NewTarget
 from duequeue.store.postgres import PostgresStore
-from duequeue.tick import HelperOptions, TickOptions, tick
 from tests.pg import admin_connect
 from tests.procs import LIMIT_S, cli_args, cli_env, run_cli
 from tests.servers import HttpSink

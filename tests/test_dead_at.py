@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from duequeue.engine.tick import TickOptions, tick
 from duequeue.policy import RetryPolicy
 from duequeue.store.base import NewTarget, Store
 from duequeue.store.sqlite import SQLiteStore
-from duequeue.tick import TickOptions, tick
 from tests.servers import HttpSink, Reply
 from tests.store_contract import NOW, reminder
 

@@ -21,10 +21,10 @@ import pytest
 
 from duequeue.channels.netguard import blocked_reason
 from duequeue.config import load_settings
+from duequeue.engine.tick import TickSummary
 from duequeue.service import run_tick
 from duequeue.store.base import NewReminder, NewTarget
 from duequeue.store.sqlite import SQLiteStore
-from duequeue.tick import TickSummary
 from duequeue.timefmt import from_ms, to_ms
 from tests import rawserver
 from tests.procs import LIMIT_S, reap, run_cli, spawn_cli
@@ -336,7 +336,7 @@ def test_a_tick_against_every_slow_server_at_once_ends_well_inside_its_lease(
 
 
 def test_the_default_lease_is_the_documented_325_seconds() -> None:
-    from duequeue.tick import TickOptions
+    from duequeue.engine.tick import TickOptions
 
     settings = load_settings({"db": "unused.db"}, env={})
     assert settings.lease_ms == (50 + 20 * 10 + 3 * 5 + 60) * 1000 == 325_000

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from duequeue.commithelper import CommitHelper
-from duequeue.groupcommit import GroupCommit
+from duequeue.engine.commithelper import CommitHelper
+from duequeue.engine.groupcommit import GroupCommit
 from duequeue.store.base import DeliveryRecord, WriteBack
 from duequeue.store.sqlite import SQLiteStore
 from tests.store_contract import LEASE, NOW, advanced, reminder

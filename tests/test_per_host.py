@@ -1,4 +1,4 @@
-"""At most DUEQUEUE_WEBHOOK_PER_HOST webhooks in flight to one host:port (duequeue/endpoints.py).
+"""At most DUEQUEUE_WEBHOOK_PER_HOST webhooks in flight to one host:port (engine/endpoints.py).
 
 Ticks run as real processes against real loopback receivers: a small http.server one, as an
 operator's own receiver often is, and the recording HttpSink.
@@ -16,7 +16,7 @@ import apsw
 import pytest
 
 from duequeue.config import Settings
-from duequeue.endpoints import EndpointSlots, endpoint
+from duequeue.engine.endpoints import EndpointSlots, endpoint
 from duequeue.store.base import NewReminder, NewTarget
 from duequeue.store.sqlite import SQLiteStore
 from duequeue.timefmt import to_ms

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from duequeue.engine.tick import TickOptions, tick
 from duequeue.errors import StoreError
 from duequeue.store.base import Claimed, NewReminder, NewTarget
-from duequeue.tick import TickOptions, tick
 from duequeue.timefmt import to_ms
 from tests.e2e import SECRET, Cli
 from tests.pg import SERVER_URL, admin_connect, needs_psycopg

@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from duequeue.errors import BadInputError
-from duequeue.schedule import (
+from duequeue.schedule.rules import (
     Rule,
     count_fires,
     first_fire,

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from duequeue.schedule import parse_rule, upcoming
+from duequeue.schedule.rules import parse_rule, upcoming
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NY = ZoneInfo("America/New_York")

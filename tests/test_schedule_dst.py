@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from duequeue.schedule import RuleKind, next_fire, parse_rule, upcoming
+from duequeue.schedule.rules import RuleKind, next_fire, parse_rule, upcoming
 
 
 class Case(NamedTuple):

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from duequeue.schedule import Rule, named_wall, parse_at, parse_rule, upcoming
+from duequeue.schedule.rules import Rule, named_wall, parse_at, parse_rule, upcoming
 
 NOW = datetime(2027, 1, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

@@ -13,8 +13,8 @@ from dateutil.rrule import rrulestr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from duequeue.schedule import Rule, RuleKind, next_fire, parse_rule, upcoming
-from duequeue.wallclock import resolve_wall, to_wall
+from duequeue.schedule.rules import Rule, RuleKind, next_fire, parse_rule, upcoming
+from duequeue.schedule.wallclock import resolve_wall, to_wall
 
 # (zone, an instant where its offset changes)
 CHANGES = [

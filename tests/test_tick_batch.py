@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from duequeue.engine.tick import TickOptions, tick
 from duequeue.store.base import DeliveryRecord, NewTarget, WriteBack
 from duequeue.store.sqlite import SQLiteStore
-from duequeue.tick import TickOptions, tick
 from tests.servers import HttpSink
 from tests.store_contract import NOW, reminder
 

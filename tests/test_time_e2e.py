@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from duequeue.engine.tick import TickOptions, tick
 from duequeue.store.sqlite import SQLiteStore
-from duequeue.tick import TickOptions, tick
 from duequeue.timefmt import iso, to_ms
 from tests.e2e import Cli
 from tests.servers import HttpSink

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import tzdata
 
-from duequeue.zones import TzData, choose
+from duequeue.schedule.zones import TzData, choose
 from tests.procs import run_cli
 
 PACKAGE = tzdata.IANA_VERSION

@@ -33,7 +33,13 @@ from zoneinfo import ZoneInfo
 from cronsim import CronSim, CronSimError
 from dateutil.rrule import rrule, rrulestr
 
-from duequeue.wallclock import gap_ending_at, next_transition, resolve_wall, to_wall, utc_offset
+from duequeue.schedule.wallclock import (
+    gap_ending_at,
+    next_transition,
+    resolve_wall,
+    to_wall,
+    utc_offset,
+)
 
 
 class RuleError(ValueError):

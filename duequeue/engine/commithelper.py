@@ -57,7 +57,10 @@ NOTHING, RECORDED, WRITTEN, COMPLETE = 0, 1, 2, 3
 _HEADER = struct.Struct("<I")
 # The helper imports duequeue from the tick's own sys.path, passed as arguments: it then runs the
 # very code the tick runs, whatever the current directory or PYTHONPATH hold (-I ignores both).
-_BOOT = "import sys; sys.path[:0] = sys.argv[1:]; from duequeue.commithelper import serve; serve()"
+_BOOT = (
+    "import sys; sys.path[:0] = sys.argv[1:]; "
+    "from duequeue.engine.commithelper import serve; serve()"
+)
 _CLOSE_WAIT_S = 10.0
 # A record or write-back as the plain tuple its constructor takes back: pickling tuples costs a
 # fraction of pickling frozen dataclasses (and dataclasses.astuple deep-copies).

@@ -13,7 +13,7 @@ wall time in the reminder's zone, and DST follows Debian cron for RRULE and cron
   first at the gap's end and keeps that wall time afterwards: the stored start is an instant,
   which cannot say 02:30, so the parts the rule takes from its start are written into its text.
 
-`duequeue.recurrence` has the details; `duequeue.wallclock` the wall-time arithmetic.
+`recurrence.py` has the details; `wallclock.py` the wall-time arithmetic.
 """
 
 from collections.abc import Iterator
@@ -24,7 +24,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from duequeue.errors import BadInputError
-from duequeue.recurrence import (
+from duequeue.schedule.recurrence import (
     RuleError,
     cron_fires_after,
     normalize_cron,
@@ -32,8 +32,8 @@ from duequeue.recurrence import (
     pin_start,
     rrule_series,
 )
+from duequeue.schedule.wallclock import resolve_wall, to_wall
 from duequeue.timefmt import positive_duration
-from duequeue.wallclock import resolve_wall, to_wall
 
 RuleKind = Literal["rrule", "cron"]
 
@@ -59,7 +59,7 @@ class Rule:
 
 def parse_zone(name: str) -> ZoneInfo:
     """Return the IANA zone called name, from the newest tz database at hand (zones.py)."""
-    from duequeue import zones
+    from duequeue.schedule import zones
 
     try:
         return zones.zone(name)

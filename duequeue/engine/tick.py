@@ -31,9 +31,9 @@ if TYPE_CHECKING:
 
     # Imported where rows are delivered: a tick with nothing due must not pay for them.
     from duequeue.channels.base import Outcome
-    from duequeue.commithelper import CommitHelper
-    from duequeue.endpoints import EndpointSlots
-    from duequeue.schedule import Rule
+    from duequeue.engine.commithelper import CommitHelper
+    from duequeue.engine.endpoints import EndpointSlots
+    from duequeue.schedule.rules import Rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +152,7 @@ def _tick(
     helper = None
     spec = options.commit_helper
     if spec is not None and len(claimed) >= spec.min_rows:
-        from duequeue.commithelper import CommitHelper, spare_core
+        from duequeue.engine.commithelper import CommitHelper, spare_core
 
         if spare_core():
             # Started before the event loop: its start-up overlaps the tick's own.
@@ -206,7 +206,7 @@ class _Run:
         summary: TickSummary,
         helper: CommitHelper | None = None,
     ) -> None:
-        from duequeue.groupcommit import GroupCommit
+        from duequeue.engine.groupcommit import GroupCommit
 
         self.store, self.now, self.options, self.clock = store, now, options, clock
         self.owner, self.summary = owner, summary
@@ -223,7 +223,7 @@ class _Run:
 
         from duequeue.channels.base import Message, delivery_id
         from duequeue.channels.dispatch import Dispatcher
-        from duequeue.stopsignal import on_stop_signals
+        from duequeue.engine.stopsignal import on_stop_signals
 
         # Kept on the run: an import statement per send costs more than the attribute.
         self.message, self.delivery_id = Message, delivery_id
@@ -335,7 +335,7 @@ class _Run:
         per_host = self.options.webhook_per_host
         if per_host >= self.options.webhook_concurrency:
             return None  # the pool of workers is the tighter bound: no bookkeeping per send
-        from duequeue.endpoints import EndpointSlots
+        from duequeue.engine.endpoints import EndpointSlots
 
         return EndpointSlots(per_host)
 
@@ -345,7 +345,7 @@ class _Run:
         With `slots`, a target whose endpoint is full is parked and the worker takes the next
         one; a worker finishing a send takes over the next target parked on that endpoint.
         """
-        from duequeue.endpoints import endpoint
+        from duequeue.engine.endpoints import endpoint
 
         while queue:
             job = queue.popleft()
@@ -584,7 +584,7 @@ def _skip(row: Claimed, now: int, why: str | None = None) -> WriteBack:
     late = why or f"skipped: {(now - row.fire_at) / 1000:.0f}s late, past the misfire grace"
     rule = _rule(row)
     if rule is not None and row.misfire_grace_ms is not None and why is None:
-        from duequeue import schedule
+        from duequeue.schedule import rules as schedule
 
         latest, passed = schedule.latest_fire(rule, from_ms(row.fire_at), from_ms(now))
         if latest is not None and now - to_ms(latest) <= row.misfire_grace_ms:
@@ -635,7 +635,7 @@ def _advance(row: Claimed, now: int) -> tuple[int | None, int]:
     rule = _rule(row)
     if rule is None:
         return None, 0
-    from duequeue import schedule
+    from duequeue.schedule import rules as schedule
 
     after = from_ms(max(now, row.fire_at))
     try:
@@ -651,7 +651,7 @@ def _rule(row: Claimed) -> Rule | None:
     """Return the row's parsed rule, or None for a one-shot."""
     if row.rule_kind is None or row.rule is None:
         return None
-    from duequeue import schedule
+    from duequeue.schedule import rules as schedule
 
     try:
         return schedule.parse_rule(

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from duequeue.store.base import DeliveryRecord, Store, WriteBack
 
 if TYPE_CHECKING:
-    from duequeue.commithelper import Batch, CommitHelper, Reply
+    from duequeue.engine.commithelper import Batch, CommitHelper, Reply
 
 MAX_ITEMS = 256
 WINDOW_S = 0.005
@@ -156,7 +156,7 @@ class GroupCommit:
     def _hand_over(self, *, watch: bool) -> bool:
         """Give the buffer to the helper as one batch; False if the helper is gone. With
         `watch`, have the running event loop take its replies as they come."""
-        from duequeue.commithelper import Batch, HelperGone
+        from duequeue.engine.commithelper import Batch, HelperGone
 
         assert self._helper is not None
         self._seq += 1
@@ -180,7 +180,7 @@ class GroupCommit:
         return True
 
     def _on_writable(self) -> None:
-        from duequeue.commithelper import HelperGone
+        from duequeue.engine.commithelper import HelperGone
 
         assert self._helper is not None and self._watching is not None
         try:
@@ -195,7 +195,7 @@ class GroupCommit:
             self._draining = False
 
     def _on_replies(self) -> None:
-        from duequeue.commithelper import HelperGone
+        from duequeue.engine.commithelper import HelperGone
 
         assert self._helper is not None
         try:
@@ -215,7 +215,7 @@ class GroupCommit:
 
     def _confirmed(self, reply: "Reply") -> bool:
         """Take one reply: run the callbacks of what it confirms; False if the helper failed."""
-        from duequeue.commithelper import COMPLETE, RECORDED, WRITTEN, Batch
+        from duequeue.engine.commithelper import COMPLETE, RECORDED, WRITTEN, Batch
 
         if not self._handed or self._handed[0].seq != reply.seq:
             # Not the batch it should be answering: trust none of it, and stop it at once.
@@ -244,7 +244,7 @@ class GroupCommit:
     def _stop_helper(self) -> None:
         """Wait for the helper's confirmations, then stop it (what it did not commit is taken
         back into the buffer)."""
-        from duequeue.commithelper import HelperGone
+        from duequeue.engine.commithelper import HelperGone
 
         self._unwatch()
         try:

@@ -1,0 +1,1 @@
+"""The tick engine: claim due rows, deliver their targets, commit what happened."""
