@@ -35,7 +35,7 @@ MEMORY_LIMIT_MB = 150.0
 
 
 def _pair(
-    ports: list[int], tmp: Path, n: int, first_id: int, per_host: int | None
+    ports: list[int], tmp: Path, n: int, first_id: int, per_host: int | None, limit: int | None
 ) -> tuple[Run, Run]:
     """Run the bare client, then a tick, each posting `n`; check the sink got them all."""
     urls = [f"http://127.0.0.1:{port}/hook" for port in ports]
@@ -51,9 +51,10 @@ def _pair(
     seed(db, n, webhook=urls, first_id=first_id)
     middle = http_stats(port)
     settings = {"webhook_per_host": str(per_host)} if per_host else {}
+    if limit:
+        settings["tick_limit"] = str(limit)
     env = duequeue_env(
         db,
-        tick_limit=str(n),
         concurrency=str(CONCURRENCY),
         webhook_secret=SECRET,
         tick_budget="600",
@@ -76,11 +77,13 @@ def run(
     *,
     receivers: int = 1,
     per_host: int | None = None,
+    limit: int | None = None,
     memory: bool = True,
 ) -> list[Result]:
     """Measure each N in `sizes` (N -> target ratio); return its results and the memory one.
 
-    `per_host`: the tick's DUEQUEUE_WEBHOOK_PER_HOST (default: duequeue's default).
+    `per_host`, `limit`: the tick's DUEQUEUE_WEBHOOK_PER_HOST and DUEQUEUE_TICK_LIMIT (default:
+    duequeue's defaults: the tick drains the N rows in claims of 100).
     """
     results = []
     peak: tuple[int, float, float] = (0, 0.0, 0.0)
@@ -88,6 +91,8 @@ def run(
     to = f" to {receivers} receivers" if receivers > 1 else ""
     if per_host:
         to += f", per host {per_host}"
+    if limit:
+        to += f", limit {limit}"
     with (
         sink_process("http_sink", str(receivers)) as ports,
         tempfile.TemporaryDirectory() as tmp,
@@ -95,7 +100,7 @@ def run(
         for n, target in sizes.items():
             pairs = []
             for _ in range(rounds):
-                pairs.append(_pair(ports, Path(tmp), n, first_id, per_host))
+                pairs.append(_pair(ports, Path(tmp), n, first_id, per_host, limit))
                 first_id += n
             results.append(
                 delivery_result(f"1. webhooks{to}, N={n:,}", "bare aiohttp", n, target, pairs)
@@ -131,11 +136,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--receivers", type=int, default=1, help="sink ports, taken in turn")
     parser.add_argument("--per-host", type=int, help="the tick's DUEQUEUE_WEBHOOK_PER_HOST")
+    parser.add_argument("--limit", type=int, help="the tick's DUEQUEUE_TICK_LIMIT")
     args = parser.parse_args()
     compile_all()
     sizes = dict.fromkeys(args.n, 0.7)
     for result in run(
-        sizes, args.rounds, receivers=args.receivers, per_host=args.per_host, memory=False
+        sizes,
+        args.rounds,
+        receivers=args.receivers,
+        per_host=args.per_host,
+        limit=args.limit,
+        memory=False,
     ):
         print(result.line(), flush=True)
 

@@ -171,6 +171,7 @@ def run_tick(
         email_from=settings.email_from,
         webhook_secret=settings.webhook_secret,
         webhook_block_private=settings.webhook_block_private,
+        busy_timeout_s=settings.busy_timeout,
         # The helper reopens the store the way the CLI opened it.
         commit_helper=HelperOptions(
             settings.db, settings.busy_timeout, settings.commit_helper_rows

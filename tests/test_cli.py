@@ -126,12 +126,23 @@ def test_a_file_that_is_not_a_database_exits_1_and_is_left_alone(tmp_path: Path)
 def test_settings_come_from_a_toml_file_below_env_and_flags(cli: Cli, tmp_path: Path) -> None:
     conf = tmp_path / "dq.toml"
     conf.write_text('tick_limit = 1\nbackoff = "2m"\n')
-    ids = [cli.add("--at", "now", "--webhook", "http://127.0.0.1:9/x") for _ in range(4)]
-    assert cli("--config", str(conf), "tick", "--json").json()["claimed"] == 1  # file
-    assert cli.row(ids[0])["next_fire_at"] == "2027-01-05T08:02:00.000Z"  # file's backoff
+
+    def tick_of_four(*args: str, env: dict[str, str] | None = None) -> int:
+        """Add four due rows, tick them; return how many claims (batches) the tick took."""
+        for _ in range(4):
+            cli.add("--at", "now", "--webhook", "http://127.0.0.1:9/x")
+        summary = cli(*args, "tick", "--json", env=env).json()
+        assert summary["claimed"] == 4  # a tick drains: the limit bounds each claim
+        return int(summary["batches"])
+
+    assert tick_of_four("--config", str(conf)) == 4  # file: one row per claim
+    assert cli.row(1)["next_fire_at"] == "2027-01-05T08:02:00.000Z"  # file's backoff
     env = {"DUEQUEUE_TICK_LIMIT": "2", "DUEQUEUE_CONFIG": str(conf)}
-    assert cli("tick", "--json", "--limit", "1", env=env).json()["claimed"] == 1  # flag
-    assert cli("tick", "--json", env=env).json()["claimed"] == 2  # env beats the file
+    for _ in range(4):
+        cli.add("--at", "now", "--webhook", "http://127.0.0.1:9/x")
+    summary = cli("tick", "--json", "--limit", "1", env=env).json()
+    assert (summary["claimed"], summary["batches"]) == (4, 4)  # flag
+    assert tick_of_four(env=env) == 2  # env beats the file
     missing = cli("--config", str(tmp_path / "nope.toml"), "tick")
     assert missing.code == 1
     assert "does not exist" in missing.err
@@ -149,6 +160,7 @@ def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
     summary = cli.tick()
     assert set(summary) == {
         "claimed",
+        "batches",
         "target_retries",
         "sent",
         "partial",

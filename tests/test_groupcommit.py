@@ -113,8 +113,11 @@ def test_it_flushes_when_the_buffer_is_full(store: LoggingStore) -> None:
         gc = commit(store, counts, max_items=4, window_s=60)
         for rid in ids:
             gc.record(sent(rid))
+        await asyncio.sleep(0)
         assert store.log == []
-        gc.write_back(advanced(ids[0], NOW, None))  # the fourth item
+        gc.write_back(advanced(ids[0], NOW, None))  # the fourth item: handed to the db thread
+        while not counts.written:  # the thread's result comes back to the loop
+            await asyncio.sleep(0.01)
         assert store.log == [("record", ids), ("write_back", [ids[0]])]
 
     asyncio.run(run())

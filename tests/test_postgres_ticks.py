@@ -12,6 +12,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -220,9 +221,12 @@ def test_a_tick_that_cannot_reach_the_server_again_stops_and_its_rows_are_retake
     add_many(pg_url, [one_shot(NOW - MIN, http.url(f"/r{i}")) for i in range(3)], NOW)
     name = pg_url.rsplit("/", 1)[1]
     store = _DroppedAfterClaim(pg_url, block=True)
+    # A short lease: the tick tries the lost write again only until shortly before it ends
+    # (busy timeout + 5 s), here for about 2 s, then stops.
+    options = replace(_options(), lease_ms=12_000)
     try:
         with pytest.raises(StoreError, match="could not reconnect"):
-            tick(store, NOW, _options(), lambda: NOW)  # type: ignore[arg-type]
+            tick(store, NOW, options, lambda: NOW)  # type: ignore[arg-type]
     finally:
         store.close()
         with admin_connect(SERVER_URL) as admin:
@@ -230,7 +234,7 @@ def test_a_tick_that_cannot_reach_the_server_again_stops_and_its_rows_are_retake
     first = Counter(r.headers["webhook-id"] for r in http.requests)
     assert sent_in_ledger(pg_url) == 0  # nothing could be recorded...
 
-    later = NOW + 5 * MIN + 1  # ...so once the leases run out, the next tick sends again
+    later = NOW + 12_000 + 1  # ...so once the leases run out, the next tick sends again
     recovery = _store(pg_url)
     try:
         summary = tick(recovery, later, _options(), lambda: later)

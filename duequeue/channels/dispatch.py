@@ -41,8 +41,14 @@ class Dispatcher:
         self._email_problem: str | None = None
 
     async def __aenter__(self) -> "Dispatcher":
-        # Imported here: a tick with nothing due must not pay for httpx or smtplib.
-        if "webhook" in self._needs:
+        await self.open(self._needs)
+        return self
+
+    async def open(self, needs: Collection[str]) -> None:
+        """Open the channels in `needs` not open yet (a draining tick meets them batch by
+        batch)."""
+        # Imported here: a tick with nothing due must not pay for aiohttp or smtplib.
+        if "webhook" in needs and self._webhook is None:
             from duequeue.channels.webhook import WebhookChannel
 
             self._webhook = await self._stack.enter_async_context(
@@ -54,7 +60,7 @@ class Dispatcher:
                     block_private=self._block_private,
                 )
             )
-        if "email" in self._needs:
+        if "email" in needs and self._email is None and self._email_problem is None:
             if not self._smtp_url or not self._email_from:
                 # A config gap is a failure of these deliveries, not of the tick: they are
                 # recorded and retried, and go out once the operator sets the variables.
@@ -72,7 +78,6 @@ class Dispatcher:
                         clock=self._clock,
                     )
                 )
-        return self
 
     async def __aexit__(
         self,

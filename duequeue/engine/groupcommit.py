@@ -14,25 +14,35 @@ those targets are sent again by a later tick, with the same webhook-id / Message
 flushed once it holds `max_items` entries, `window_s` after its first entry (later only if the
 event loop is busy), and before the tick ends or gives up on an error.
 
-A flush that fails is not raised into the delivery that queued the item (that would cancel the
-sends in flight, whose outcomes then could not be recorded): `failed` says so, the tick starts no
-new delivery, and its final `flush()` raises.
+The event loop never waits on the database: a flush hands its batch to the tick's database thread
+(`db`, one thread, so batches commit in order and never beside the tick's claims on the same
+connection), one batch at a time; what is queued meanwhile waits in the buffer and goes as the next,
+larger, batch. A database that is locked past its busy timeout, full or unreachable
+(StoreBusyError) is tried again, on that thread, until `retry_until` (time.monotonic()): the tick
+sets it short of its leases' end, since a write is idempotent and an outcome dropped would be a
+target sent twice. Only then does the batch fail: `failed` says so, the tick starts no new
+delivery, what was not committed stays queued in order, and the final `flush()` tries it once more
+and raises. `unrecorded()` then names the outcomes the ledger lacks, whose rows the tick must not
+release early.
 
 With a commit helper (commithelper.py, for large ticks) an automatic flush hands its batch to the
-helper process instead of committing it on the event loop's thread; the write-backs and releases
-count as done when the helper confirms them. If the helper fails or dies, the batches it has not
-confirmed come back into the buffer, in order and ahead of anything queued since, and everything
-is committed here from then on. Handing a batch over never waits on the helper: what its pipe
-does not take is written from the event loop as the pipe drains, and flush() writes the rest
-while it waits for the confirmations.
+helper process instead; the write-backs and releases count as done when the helper confirms them.
+If the helper fails or dies, the batches it has not confirmed come back into the buffer, in order
+and ahead of anything queued since, and the database thread commits everything from then on.
+Handing a batch over never waits on the helper: what its pipe does not take is written from the
+event loop as the pipe drains, and flush() writes the rest while it waits for the confirmations.
 """
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
 
+from duequeue.errors import StoreBusyError
 from duequeue.store.base import DeliveryRecord, Store, WriteBack
 
 if TYPE_CHECKING:
@@ -40,6 +50,47 @@ if TYPE_CHECKING:
 
 MAX_ITEMS = 256
 WINDOW_S = 0.005
+# How far a batch got (as the helper's replies say it, commithelper.py).
+NOTHING, RECORDED, WRITTEN, COMPLETE = 0, 1, 2, 3
+_FIRST_PAUSE_S, _LONGEST_PAUSE_S = 0.05, 1.0
+
+T = TypeVar("T")
+
+
+def retrying(work: Callable[[], T], until: float) -> T:
+    """Run `work`; while it fails with StoreBusyError, wait and run it again until `until`
+    (time.monotonic()). Blocks: only for the database thread, or once nothing is in flight."""
+    pause = _FIRST_PAUSE_S
+    while True:
+        try:
+            return work()
+        except StoreBusyError:
+            if time.monotonic() + pause > until:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, _LONGEST_PAUSE_S)
+
+
+@dataclass(slots=True)
+class _Work:
+    """One batch on its way through the database thread."""
+
+    records: list[DeliveryRecord]
+    writes: list[WriteBack]
+    releases: list[int]
+    done: int = NOTHING
+    applied: int = 0
+    error: BaseException | None = None
+    future: "Future[None] | None" = field(default=None, repr=False)
+
+
+def _leftover(work: _Work) -> _Work:
+    """Return what `work` did not commit, to be committed later."""
+    return _Work(
+        [] if work.done >= RECORDED else work.records,
+        [] if work.done >= WRITTEN else work.writes,
+        work.releases,
+    )
 
 
 class GroupCommit:
@@ -56,6 +107,8 @@ class GroupCommit:
         max_items: int = MAX_ITEMS,
         window_s: float = WINDOW_S,
         helper: "CommitHelper | None" = None,
+        db: ThreadPoolExecutor | None = None,
+        retry_until: float = 0.0,
     ) -> None:
         self._store, self._owner, self._now = store, owner, now
         self._on_written, self._on_released = on_written, on_released
@@ -65,6 +118,12 @@ class GroupCommit:
         self._releases: list[int] = []
         self._timer: asyncio.TimerHandle | None = None
         self._error: BaseException | None = None
+        self._own_db = db is None
+        self._db = db or ThreadPoolExecutor(1, thread_name_prefix="duequeue-db")
+        self._retry_until = retry_until
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._busy: _Work | None = None  # the batch on the database thread
+        self._returned: list[_Work] = []  # what a failed batch left uncommitted, in order
         self._helper = helper
         self._handed: deque[Batch] = deque()  # given to the helper, not confirmed yet
         self._seq = 0
@@ -91,11 +150,21 @@ class GroupCommit:
         """Return the error of a failed automatic flush, if one failed."""
         return self._error
 
+    def unrecorded(self) -> list[DeliveryRecord]:
+        """Return the outcomes queued or handed over that the ledger may not hold yet."""
+        busy = [self._busy] if self._busy is not None and self._busy.done < RECORDED else []
+        return [
+            *(r for w in (*self._returned, *busy) for r in w.records),
+            *(r for b in self._handed for r in b.records),
+            *self._records,
+        ]
+
     def flush(self) -> None:
         """Commit everything queued: outcomes first, then write-backs and releases.
 
-        With a helper, hand it the rest, wait for its confirmations and stop it; whatever it did
-        not commit is committed here. A failure leaves the uncommitted part queued, so a later
+        Blocks until done: for the end of a tick, when nothing is in flight any more. With a
+        helper, hand it the rest, wait for its confirmations and stop it; whatever it did not
+        commit is committed here. A failure leaves the uncommitted part queued, so a later
         flush can try it again.
         """
         if self._timer is not None:
@@ -104,28 +173,58 @@ class GroupCommit:
         if self._helper is not None and (self._records or self._writes or self._releases):
             self._hand_over(watch=False)
         self._stop_helper()
-        self._commit_here()
+        busy = self._busy
+        if busy is not None:
+            assert busy.future is not None
+            busy.future.result()  # _commit never raises: the batch keeps its error
+            self._settle(busy, resubmit=False)
+        returned, self._returned = self._returned, []
+        work = _Work(
+            [r for w in returned for r in w.records] + self._records,
+            [wb for w in returned for wb in w.writes] + self._writes,
+            [i for w in returned for i in w.releases] + self._releases,
+        )
+        self._records, self._writes, self._releases = [], [], []
+        self._commit(work)
+        self._report(work)
+        if work.done < COMPLETE:
+            self._returned = [_leftover(work)]
+            assert work.error is not None
+            raise work.error
+        self._error = None
 
-    def _commit_here(self) -> None:
-        if self._records:
-            self._store.record(self._records)
-            self._records = []
-        if self._writes:
-            writes, self._writes = self._writes, []
-            try:
-                applied = self._store.write_back(self._owner, self._now, writes)
-            except BaseException:
-                self._writes = writes + self._writes
-                raise
-            self._on_written(writes, applied)
-        if self._releases:
-            ids, self._releases = self._releases, []
-            try:
-                self._store.release(self._owner, ids, self._now)
-            except BaseException:
-                self._releases = ids + self._releases
-                raise
-            self._on_released(ids)
+    def close(self) -> None:
+        """Stop the database thread if this group commit started it."""
+        if self._own_db:
+            self._db.shutdown(wait=True)
+
+    def _commit(self, work: _Work) -> None:
+        """Commit `work` as far as it goes, in order, trying a busy database again; never
+        raises (the error stays on `work`)."""
+        store, until = self._store, self._retry_until
+        try:
+            if work.done < RECORDED:
+                if work.records:
+                    retrying(lambda: store.record(work.records), until)
+                work.done = RECORDED
+            if work.done < WRITTEN:
+                if work.writes:
+                    work.applied = retrying(
+                        lambda: store.write_back(self._owner, self._now, work.writes), until
+                    )
+                work.done = WRITTEN
+            if work.releases:
+                retrying(lambda: store.release(self._owner, work.releases, self._now), until)
+            work.done = COMPLETE
+        except BaseException as exc:
+            work.error = exc
+
+    def _report(self, work: _Work) -> None:
+        """Run the callbacks of what `work` committed."""
+        if work.done >= WRITTEN and work.writes:
+            self._on_written(work.writes, work.applied)
+        if work.done >= COMPLETE and work.releases:
+            self._on_released(work.releases)
 
     def _queued(self) -> None:
         if self._error is not None:
@@ -146,10 +245,40 @@ class GroupCommit:
             self._timer = None
         if self._helper is not None and self._hand_over(watch=True):
             return
-        try:
-            self._commit_here()
-        except Exception as exc:
-            self._error = exc
+        if self._busy is None:
+            self._submit()
+        # Else the batch on the thread takes the buffer with it when it is done (_settle).
+
+    def _submit(self) -> None:
+        """Hand the buffer to the database thread as one batch."""
+        if not (self._records or self._writes or self._releases):
+            return
+        self._loop = asyncio.get_running_loop()
+        work = _Work(self._records, self._writes, self._releases)
+        self._records, self._writes, self._releases = [], [], []
+        self._busy = work
+        work.future = self._db.submit(self._commit, work)
+        work.future.add_done_callback(lambda _: self._wake(work))
+
+    def _wake(self, work: _Work) -> None:
+        # On the database thread: let the loop take the result.
+        assert self._loop is not None
+        with contextlib.suppress(RuntimeError):  # a loop already closed: flush() settles it
+            self._loop.call_soon_threadsafe(self._settle, work)
+
+    def _settle(self, work: _Work, *, resubmit: bool = True) -> None:
+        """Take a batch back from the database thread (once: flush() may have taken it) and,
+        with `resubmit`, hand it what was queued meanwhile."""
+        if self._busy is not work:
+            return
+        self._busy = None
+        self._report(work)
+        if work.done < COMPLETE:
+            self._returned.append(_leftover(work))
+            self._error = work.error
+            return
+        if resubmit and self._error is None:
+            self._submit()
 
     # -- the helper -------------------------------------------------------------------------
 

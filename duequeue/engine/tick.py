@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import asyncio
     import signal
     from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
 
     # Imported where rows are delivered: a tick with nothing due must not pay for them.
     from duequeue.channels.base import Outcome
@@ -72,6 +73,9 @@ class TickOptions:
     # None: commit in-process whatever the batch size (a store that cannot be reopened by
     # open_store, such as a test's instrumented one, must not have its writes moved elsewhere).
     commit_helper: HelperOptions | None = None
+    # How long one store call may wait on a lock (DUEQUEUE_BUSY_TIMEOUT): commits that find the
+    # database busy are tried again until this much before the leases end (groupcommit.py).
+    busy_timeout_s: float = 5.0
 
 
 @dataclass(slots=True)
@@ -79,6 +83,7 @@ class TickSummary:
     """What one tick did; rows are counted by how their fire ended."""
 
     claimed: int = 0  # rows, and per-target retries (counted again in target_retries)
+    batches: int = 0  # claims that took rows: at most --limit rows and --limit retries each
     target_retries: int = 0  # failed targets of an earlier partial success, tried on their own
     sent: int = 0  # rows whose fire reached every target
     partial: int = 0  # rows whose fire reached some targets; advanced, failures noted
@@ -107,6 +112,7 @@ class TickSummary:
         return (
             f"claimed {self.claimed}"
             + (f" ({self.target_retries} target retries)" if self.target_retries else "")
+            + (f" in {self.batches} batches" if self.batches > 1 else "")
             + f": sent {self.sent}, partial {self.partial}, "
             f"retried {self.retried}, dead {self.dead}, skipped {self.skipped}, "
             f"released {self.released}; deliveries {self.deliveries_sent} sent, "
@@ -139,41 +145,60 @@ def tick(
 def _tick(
     store: Store, now: int, options: TickOptions, clock: Callable[[], int], owner: str
 ) -> TickSummary:
+    # The first claim runs here, before any thread or event loop: the tick with nothing due (the
+    # common case, every minute) stays free of asyncio, threads, aiohttp and smtplib.
     claimed = store.claim_due(
         now, options.limit, options.policy.max_errors, options.lease_ms, owner
     )
-    summary = TickSummary(
-        claimed=len(claimed), target_retries=sum(r.retry_id is not None for r in claimed)
-    )
+    summary = TickSummary()
     if not claimed:
-        return summary  # the common case, kept free of asyncio, httpx and smtplib
+        return summary
     import asyncio
+    import time
+    from concurrent.futures import ThreadPoolExecutor
 
     helper = None
     spec = options.commit_helper
-    if spec is not None and len(claimed) >= spec.min_rows:
+    if spec is not None and _backlog(store, now, options, claimed) >= spec.min_rows:
         from duequeue.engine.commithelper import CommitHelper, spare_core
 
         if spare_core():
             # Started before the event loop: its start-up overlaps the tick's own.
             helper = CommitHelper.start(spec.db, spec.busy_timeout_s)
-    run = _Run(store, now, options, clock, owner, summary, helper)
+    # Every store call from here on runs on this one thread, so no database wait (a lock held
+    # by another writer, a slow disk) ever stalls a delivery or its timeout.
+    db = ThreadPoolExecutor(1, thread_name_prefix="duequeue-db")
+    # A commit that finds the database busy is tried again until shortly before the leases end:
+    # past that another tick may take the rows, so an outcome kept any longer is of no use.
+    margin_ms = round((options.busy_timeout_s + 5) * 1000)
+    retry_until = time.monotonic() + (now + options.lease_ms - margin_ms - clock()) / 1000
+    run = _Run(store, now, options, clock, owner, summary, helper, db, retry_until)
     try:
         asyncio.run(run.deliver(claimed))
     except BaseException as exc:
         # Whatever stopped us (a store error, a second stop signal): first commit the outcomes
-        # already known, so no target that got its fire is sent it again, then hand the
-        # unfinished rows back now rather than leaving them leased.
+        # already known, so no target that got its fire is sent it again, then hand back the
+        # unfinished rows now rather than leaving them leased, except a row with a send the
+        # ledger could not take: it stays leased, so no tick sends that target again before
+        # the lease ends.
         with contextlib.suppress(Exception):
             run.commit.flush()
-        unfinished = [r.unit for r in claimed if r.unit not in run.finished]
+        held = {r.reminder_id for r in run.commit.unrecorded()}
+        unfinished = [u for u, rid in run.open.items() if rid not in held]
         with contextlib.suppress(Exception):
             store.release(owner, unfinished, now)
         if isinstance(exc, asyncio.CancelledError) and summary.stopped_by:
             summary.released += len(unfinished)  # a second stop signal: see _Run._stop
             return summary
         raise
+    finally:
+        db.shutdown(wait=True)
     return summary
+
+
+def _backlog(store: Store, now: int, options: TickOptions, claimed: Sequence[Claimed]) -> int:
+    """Return how many rows this tick is known to take: for now, the first claim."""
+    return len(claimed)
 
 
 class _Fire:
@@ -204,21 +229,38 @@ class _Run:
         clock: Callable[[], int],
         owner: str,
         summary: TickSummary,
-        helper: CommitHelper | None = None,
+        helper: CommitHelper | None,
+        db: ThreadPoolExecutor,
+        retry_until: float,
     ) -> None:
         from duequeue.engine.groupcommit import GroupCommit
 
         self.store, self.now, self.options, self.clock = store, now, options, clock
-        self.owner, self.summary = owner, summary
-        self.finished: set[int] = set()  # rows written back or released, committed
+        self.owner, self.summary, self.db = owner, summary, db
+        # Claimed units (row id, or a target retry's negative id) not yet written back or
+        # released, and their reminder: what an interrupted tick hands back. Bounded by the
+        # claims in flight, not by the tick's total.
+        self.open: dict[int, int] = {}
         self.counters: dict[int, str] = {}  # row id -> summary counter its write-back adds to
         self.broken: set[int] = set()  # rows an unexpected error made the tick hand back
         self.task: asyncio.Task[Any] | None = None
         self.commit = GroupCommit(
-            store, owner, now, on_written=self._written, on_released=self._released, helper=helper
+            store,
+            owner,
+            now,
+            on_written=self._written,
+            on_released=self._released,
+            helper=helper,
+            db=db,
+            retry_until=retry_until,
         )
+        self.queues: dict[str, deque[_Job]] = {}
+        self.pending = 0  # targets queued or parked, not yet taken by a send
+        self.claiming = True  # more claims may come: idle workers wait instead of ending
+        self.workers: list[asyncio.Task[None]] = []
+        self.started: dict[str, int] = {}  # workers started per channel
 
-    async def deliver(self, rows: Sequence[Claimed]) -> None:
+    async def deliver(self, first: Sequence[Claimed]) -> None:
         import asyncio
 
         from duequeue.channels.base import Message, delivery_id
@@ -230,24 +272,12 @@ class _Run:
         self.loop = asyncio.get_running_loop()
         self.deadline = self.loop.time() + self.options.budget_s
         self.task = asyncio.current_task()
-        # A fixed pool of workers per channel takes the targets in claim order (oldest first),
-        # rather than a task per row waiting on a semaphore: at 20,000 rows the tasks and their
-        # wake-ups cost more than the sends. A row's targets on different channels still go out
-        # concurrently, and a slow channel never holds up the other.
-        workers = {
-            "webhook": self.options.webhook_concurrency,
-            # One SMTP connection serves the whole tick, so emails go out one at a time on its
-            # worker thread. Two are handed over at once, so that the next is already built
-            # and waiting when the last reply comes (one at a time, the thread and the loop
-            # ping-ponged on every message); the budget check below stops emails not yet
-            # handed over. The lease (config.lease_ms) allows for two.
-            "email": 2,
-        }
-        queues: dict[str, deque[_Job]] = {}
-        needs = {t.channel for r in rows for t in r.targets}
+        self.wake = asyncio.Event()  # new targets queued, or no more claims coming
+        self.hungry = asyncio.Event()  # few targets left queued: time to claim the next batch
+        self.slots = self._endpoint_slots()
         o = self.options
         async with Dispatcher(
-            needs=needs,
+            needs=(),
             timeout=o.channel_timeout,
             clock=lambda: self.clock() / 1000,
             smtp_url=o.smtp_url,
@@ -258,22 +288,93 @@ class _Run:
         ) as dispatcher:
             self.dispatcher = dispatcher
             async with on_stop_signals(self._stop):
-                for row in rows:
-                    try:
-                        self._start(row, queues)
-                    except StoreError:
-                        raise  # the database is gone for everyone: leases hand rows back
-                    except Exception as exc:
-                        self._broke(row, exc)
-                slots = self._endpoint_slots()
-                await asyncio.gather(
-                    *(
-                        self._work(queue, slots if channel == "webhook" else None)
-                        for channel, queue in queues.items()
-                        for _ in range(min(workers.get(channel, 1), len(queue)))
+                try:
+                    await self._take(first)
+                    await self._drain(len(first))
+                finally:
+                    self.claiming = False
+                    self.wake.set()
+                    # Every worker ends once its queue is empty: nothing is abandoned in flight.
+                    await asyncio.gather(*self.workers)
+        # Rows an unexpected error broke are handed back only now: released earlier, the next
+        # claim of this tick would take them again.
+        for unit in self.broken:
+            if unit in self.open and unit not in self.counters:
+                self.commit.release(unit)
+        self.commit.flush()
+
+    async def _drain(self, last: int) -> None:
+        """Claim batch after batch while rows are due and the budget lasts.
+
+        The next claim is made while the current batch is still being delivered (when fewer
+        than a batch of targets wait to be sent), on the database thread, so deliveries never
+        wait for it and memory holds about two batches whatever the backlog.
+        """
+        import asyncio
+
+        o = self.options
+        while last > 0:
+            if self.pending >= o.limit:
+                self.hungry.clear()
+                await self.hungry.wait()
+            if self.loop.time() >= self.deadline or self.commit.failed is not None:
+                return  # out of time, stopped, or the store stopped taking outcomes
+            try:
+                batch = await asyncio.wrap_future(
+                    self.db.submit(
+                        self.store.claim_due,
+                        self.now,
+                        o.limit,
+                        o.policy.max_errors,
+                        o.lease_ms,
+                        self.owner,
                     )
                 )
-        self.commit.flush()
+            except StoreError as exc:
+                # What is claimed still goes out and is written back; the rest waits for the
+                # next tick. Said in the summary, so the tick exits 1 and the operator hears.
+                self.summary.errors.append(f"claiming the next batch: {exc}")
+                return
+            last = len(batch)
+            await self._take(batch)
+
+    async def _take(self, rows: Sequence[Claimed]) -> None:
+        """Queue a claimed batch's targets on their channels, opening channels and starting
+        workers as they are first needed."""
+        import asyncio
+
+        s = self.summary
+        s.batches += bool(rows)
+        s.claimed += len(rows)
+        s.target_retries += sum(r.retry_id is not None for r in rows)
+        for row in rows:
+            self.open[row.unit] = row.id
+        needs = {t.channel for r in rows for t in r.targets} - self.queues.keys()
+        if needs:
+            await self.dispatcher.open(needs)
+            for channel in needs:
+                from collections import deque
+
+                self.queues[channel] = deque()
+        for row in rows:
+            try:
+                self._start(row)
+            except StoreError:
+                raise  # the database is gone for everyone: leases hand rows back
+            except Exception as exc:
+                self._broke(row, exc)
+        # A fixed pool of workers per channel takes the targets in claim order (oldest first),
+        # rather than a task per row waiting on a semaphore: at 20,000 rows the tasks and their
+        # wake-ups cost more than the sends. A row's targets on different channels still go
+        # out concurrently, and a slow channel never holds up the other. Workers are started
+        # as targets come, up to the pool's size.
+        for name, queue in self.queues.items():
+            started = self.started.get(name, 0)
+            more = min(_POOL.get(name, self.options.webhook_concurrency), len(queue) + started)
+            for _ in range(more - started):
+                self.workers.append(asyncio.create_task(self._work(queue, name)))
+            self.started[name] = max(more, started)
+        self.wake.set()
 
     def _stop(self, sig: signal.Signals) -> None:
         # Graceful stop: nothing new starts (the budget check sees a deadline passed), what is
@@ -283,15 +384,14 @@ class _Run:
             self.task.cancel()
         self.deadline = float("-inf")
         self.summary.stopped_by = sig.name
+        self.hungry.set()  # a claim waiting for room sees the stop and claims nothing more
 
     def _broke(self, row: Claimed, exc: Exception) -> None:
         # One broken row must not stop the deliveries of every other row in the batch.
         self.summary.errors.append(f"reminder {row.id}: {type(exc).__name__}: {exc}")
         self.broken.add(row.unit)  # its targets still queued are dropped, not sent
-        if row.unit not in self.finished and row.unit not in self.counters:
-            self.commit.release(row.unit)
 
-    def _start(self, row: Claimed, queues: dict[str, deque[_Job]]) -> None:
+    def _start(self, row: Claimed) -> None:
         """Skip a fire past its grace, or queue its targets on their channels."""
         lateness = self.now - row.fire_at
         # A re-armed dead fire goes out however late: an operator asked for it (`retry`).
@@ -323,12 +423,8 @@ class _Run:
             elif target.disabled_at is not None:  # a per-target retry whose endpoint went away
                 self._resolve(fire, i, _outcome("permanent", _DISABLED))
             else:
-                queue = queues.get(target.channel)
-                if queue is None:
-                    from collections import deque
-
-                    queue = queues[target.channel] = deque()
-                queue.append((fire, i))
+                self.queues[target.channel].append((fire, i))
+                self.pending += 1
 
     def _endpoint_slots(self) -> EndpointSlots[_Job] | None:
         """Return the per-endpoint bound of the webhook workers; None when it cannot bind."""
@@ -339,15 +435,23 @@ class _Run:
 
         return EndpointSlots(per_host)
 
-    async def _work(self, queue: deque[_Job], slots: EndpointSlots[_Job] | None) -> None:
-        """Send the targets of one channel's queue until it is empty.
+    async def _work(self, queue: deque[_Job], channel: str) -> None:
+        """Send the targets of one channel's queue until it is empty and no claim is coming.
 
-        With `slots`, a target whose endpoint is full is parked and the worker takes the next
-        one; a worker finishing a send takes over the next target parked on that endpoint.
+        With the per-endpoint bound, a target whose endpoint is full is parked and the worker
+        takes the next one; a worker finishing a send takes over the next target parked on that
+        endpoint.
         """
         from duequeue.engine.endpoints import endpoint
 
-        while queue:
+        slots = self.slots if channel == "webhook" else None
+        while True:
+            if not queue:
+                if not self.claiming:
+                    return
+                self.wake.clear()
+                await self.wake.wait()
+                continue
             job = queue.popleft()
             if slots is None:
                 await self._send(job)
@@ -368,8 +472,11 @@ class _Run:
         """Send one target and record its outcome."""
         fire, i = job
         row = fire.row
+        self.pending -= 1
+        if self.pending < self.options.limit:
+            self.hungry.set()
         if row.unit in self.broken:
-            return  # handed back by _broke
+            return  # handed back at the end of the tick
         try:
             if self.loop.time() >= self.deadline or self.commit.failed:
                 # Out of time, stopped, or the store stopped taking outcomes: send nothing
@@ -449,7 +556,8 @@ class _Run:
         self.commit.write_back(wb)
 
     def _written(self, items: Sequence[WriteBack], applied: int) -> None:
-        self.finished.update(wb.unit for wb in items)
+        for wb in items:
+            self.open.pop(wb.unit, None)
         if applied < len(items):
             # Some lease was lost (the tick outran it): those rows' new owner decides, and
             # nothing of theirs should be counted. A batched write-back says how many applied,
@@ -463,9 +571,17 @@ class _Run:
             s.skipped += wb.skipped - (counter == "skipped")
 
     def _released(self, ids: Sequence[int]) -> None:
-        self.finished.update(ids)
+        for unit in ids:
+            self.open.pop(unit, None)
         self.summary.released += len(ids)
 
+
+# Workers per channel. One SMTP connection serves the whole tick, so emails go out one at a time on
+# its worker thread; two are handed over at once, so that the next is already built and waiting
+# when the last reply comes (one at a time, the thread and the loop ping-ponged on every message).
+# The budget check stops emails not yet handed over; the lease (config.lease_ms) allows for two.
+# Webhooks: TickOptions.webhook_concurrency.
+_POOL = {"email": 2}
 
 _REFUSED_BEFORE = "refused for good on an earlier attempt"
 _DISABLED = "target disabled (its endpoint answered 410 Gone); `duequeue enable` turns it back on"

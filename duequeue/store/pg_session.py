@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import psycopg
 
-from duequeue.errors import StoreError
+from duequeue.errors import StoreBusyError, StoreError
 from duequeue.store import safe_url
 
 SCHEMA_VERSION = 3  # as schema.sql's: one version number across both stores
@@ -65,9 +65,12 @@ class Session:
             return self._once(work, one_statement)
         except psycopg.Error as exc:
             if not self.conn.broken and not self.conn.closed:
-                raise StoreError(f"PostgreSQL {self.where}: {what}: {self._line(exc)}") from exc
+                # Lock timeouts, deadlocks, serialization failures, a full disk: the server is
+                # there and the same work may succeed later.
+                error = StoreBusyError if isinstance(exc, psycopg.OperationalError) else StoreError
+                raise error(f"PostgreSQL {self.where}: {what}: {self._line(exc)}") from exc
             if not repeatable:
-                raise StoreError(
+                raise StoreBusyError(
                     f"lost the connection to PostgreSQL {self.where} during {what}: "
                     f"{self._line(exc)}"
                 ) from exc
@@ -76,7 +79,7 @@ class Session:
         try:
             self.conn = self._connect()
         except StoreError as exc:
-            raise StoreError(
+            raise StoreBusyError(
                 f"lost the connection to PostgreSQL {self.where} during {what} "
                 f"({self._line(lost)}) and could not reconnect: {exc}"
             ) from lost

@@ -7,7 +7,7 @@ from typing import ParamSpec, Protocol, TypeVar, cast
 
 import apsw
 
-from duequeue.errors import StoreError
+from duequeue.errors import StoreBusyError, StoreError
 
 
 class _HasPath(Protocol):
@@ -35,10 +35,12 @@ def guarded(method: Callable[P, R]) -> Callable[P, R]:
 
 def store_error(path: Path, busy_timeout_ms: int, exc: apsw.Error) -> StoreError:
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
-        return StoreError(
+        return StoreBusyError(
             f"database {path} is locked: another process held it for more than "
             f"{busy_timeout_ms / 1000:g}s (DUEQUEUE_BUSY_TIMEOUT)"
         )
+    if isinstance(exc, apsw.FullError):
+        return StoreBusyError(f"database {path}: the disk is full ({one_line(exc)})")
     if isinstance(exc, apsw.NotADBError):
         return StoreError(f"{path} is not an SQLite database")
     if isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError | apsw.PermissionsError):

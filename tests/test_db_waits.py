@@ -1,0 +1,184 @@
+"""A database that makes the tick wait never turns a delivery into a duplicate.
+
+The tick's store calls run on its own database thread (engine/groupcommit.py): a lock held by
+another writer must not stall the event loop, where it would run out the timeouts of sends that
+were answered in time; an outcome the ledger cannot take yet is kept and tried again; and a row
+whose send is not recorded is never handed back before its lease ends.
+"""
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import apsw
+import pytest
+
+from duequeue.engine.tick import TickOptions, tick
+from duequeue.errors import StoreBusyError, StoreError
+from duequeue.store.base import DeliveryRecord, NewReminder, NewTarget
+from duequeue.store.sqlite import SQLiteStore
+from tests.procs import LIMIT_S
+from tests.servers import HttpSink
+
+HOLD_S = 4.0  # how long the other writer keeps the database locked
+B_AFTER_S = 0.5  # receiver B answers this long after the lock is taken ...
+TIMEOUT_S = 2.0  # ... well within the channel timeout
+
+
+def real_now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Receivers:
+    """Two webhook receivers on one small http.server. /a takes the database's write lock the
+    moment it is called, answers 200 at once and holds the lock HOLD_S; /b answers 200 B_AFTER_S
+    after the lock was taken."""
+
+    def __init__(self, db: Path, until: threading.Event | None = None) -> None:
+        self.locked = threading.Event()
+        self.unlocked = threading.Event()
+        self.paths: list[str] = []
+        receivers = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                receivers.paths.append(self.path)
+                if self.path == "/a":
+                    lock = apsw.Connection(str(db))
+                    lock.execute("BEGIN IMMEDIATE")
+                    receivers.locked.set()
+                    self._answer()
+                    if until is not None:
+                        until.wait(LIMIT_S)
+                    else:
+                        # The condition under test, not a wait for a race: another writer
+                        # holding the lock for longer than the receiver B takes to answer.
+                        time.sleep(HOLD_S)
+                    lock.execute("ROLLBACK")
+                    lock.close()
+                    receivers.unlocked.set()
+                else:
+                    assert receivers.locked.wait(LIMIT_S)
+                    time.sleep(B_AFTER_S)
+                    self._answer()
+
+            def _answer(self) -> None:
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+                self.wfile.flush()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def __enter__(self) -> "Receivers":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def http() -> Iterator[HttpSink]:
+    with HttpSink() as sink:
+        yield sink
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(db_path, busy_timeout_ms=10_000)
+    yield s
+    s.close()
+
+
+def add(store: SQLiteStore, *urls: str, at: int) -> int:
+    targets = tuple(NewTarget("webhook", u) for u in urls)
+    return store.add(NewReminder("s", "b", None, "UTC", at, at, targets), at)[0]
+
+
+def ledger(store: SQLiteStore, rid: int) -> list[tuple[int, str, str | None]]:
+    return [(d.target_id, d.outcome, d.error) for d in store.deliveries(rid)]
+
+
+def test_a_locked_database_does_not_stall_the_deliveries_in_flight(
+    db_path: Path, store: SQLiteStore
+) -> None:
+    now = real_now()
+    with Receivers(db_path) as r:
+        rid = add(store, r.url("/a"), r.url("/b"), at=now - 1000)
+        # /a's outcome reaches the group commit first, which then waits on the lock /a took;
+        # /b answers meanwhile, long before its timeout. Had the event loop waited on that
+        # lock, /b's answer would sit unread until its timeout fired: a "timeout" recorded for
+        # a receiver that answered, and a second send by a later tick.
+        summary = tick(store, now, TickOptions(channel_timeout=TIMEOUT_S), real_now)
+        assert r.unlocked.is_set()  # the commit did have to wait
+    assert summary.deliveries_sent == 2, summary.line()
+    assert summary.deliveries_failed == 0
+    assert sorted(o for _, o, _ in ledger(store, rid)) == ["sent", "sent"]
+    assert [v.state for v in store.list_view("all", now)] == ["done"]
+
+
+def test_an_outcome_the_locked_database_could_not_take_is_kept_and_committed_later(
+    db_path: Path,
+) -> None:
+    # A busy timeout far shorter than the lock: the first commits fail, and are tried again.
+    store = SQLiteStore(db_path, busy_timeout_ms=100)
+    try:
+        now = real_now()
+        with Receivers(db_path) as r:
+            rid = add(store, r.url("/a"), at=now - 1000)
+            summary = tick(store, now, TickOptions(busy_timeout_s=0.1), real_now)
+        assert summary.sent == 1, summary.line()
+        assert [o for _, o, _ in ledger(store, rid)] == ["sent"]
+        assert [v.state for v in store.list_view("all", now)] == ["done"]
+        again = tick(store, now + 60_000, TickOptions(), real_now)
+        assert (again.claimed, r.paths) == (0, ["/a"])  # sent once
+    finally:
+        store.close()
+
+
+class LedgerLocked(SQLiteStore):
+    """A real SQLite store whose ledger writes fail as a locked database's do, while its other
+    writes (a release, say) go through: the moment another writer lets go of the lock."""
+
+    locked = True
+
+    def record(self, records: Sequence[DeliveryRecord]) -> None:
+        if self.locked:
+            raise StoreBusyError(f"database {self.path} is locked")
+        super().record(records)
+
+
+def test_a_row_whose_send_was_not_recorded_stays_leased_until_its_lease_ends(
+    db_path: Path, http: HttpSink
+) -> None:
+    store = LedgerLocked(db_path)
+    lease = 30_000  # shorter than busy timeout + the safety margin: no time to try again
+    options = TickOptions(lease_ms=lease, busy_timeout_s=25.0)
+    try:
+        now = real_now()
+        rid = add(store, http.url("/r"), at=now - 1000)
+        with pytest.raises(StoreError, match="is locked"):
+            tick(store, now, options, real_now)
+        assert ledger(store, rid) == []  # the send could not be recorded ...
+        store.locked = False
+        # ... so the row was not handed back: a tick before the lease ends sends nothing again.
+        assert tick(store, now + 1000, options, real_now).claimed == 0
+        assert len(http.requests) == 1
+        # After the lease the row is due again: the one window the ledger cannot close, left to
+        # the receiver's deduplication by webhook-id (docs/guarantees.md).
+        assert tick(store, now + lease + 1, options, real_now).sent == 1
+        assert len({r.headers["webhook-id"] for r in http.requests}) == 1
+    finally:
+        store.close()
