@@ -37,11 +37,6 @@ REMINDER_FIELDS = (
 )
 REMINDER_COLUMNS = ", ".join(REMINDER_FIELDS)
 
-# The channels pending reminders will deliver to (doctor: is SMTP needed?); portable SQL.
-PENDING_CHANNELS = """SELECT DISTINCT t.channel FROM targets t
-    JOIN reminders r ON r.id = t.reminder_id
-    WHERE r.next_fire_at IS NOT NULL AND r.cancelled_at IS NULL"""
-
 # What a claim's UPDATE ... RETURNING gives back, in claimed()'s order.
 CLAIM_RETURNING = """id, subject, body, data, rule_kind, rule, tz, dtstart, misfire_grace_ms,
     fire_at, error_count, next_fire_at"""
