@@ -17,6 +17,14 @@ HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 
 
+class DryRun(Exception):
+    """Raised inside a prune's transaction to roll it back, carrying what it would have done."""
+
+    def __init__(self, counts: PruneCounts) -> None:
+        super().__init__("dry run")
+        self.counts = counts
+
+
 def states(run: Run, d: Dialect, ids: Sequence[int]) -> dict[int, Row]:
     """Return id -> (rule, fire_at, lease_until, done_at, cancelled_at); raise on unknown ids.
 

@@ -10,7 +10,7 @@ from typing import Any
 from duequeue.store import ops_sql
 from duequeue.store.base import HealthCheck, NewReminder
 from duequeue.store.pg_session import Cursor
-from duequeue.store.rows import REMINDER_COLUMNS, REMINDER_FIELDS, chunked, reminder_values
+from duequeue.store.rows import REMINDER_COLUMNS, REMINDER_FIELDS, add_chunks, reminder_values
 from duequeue.store.sql import Row
 
 
@@ -63,11 +63,7 @@ def insert_reminder(cur: Cursor, r: NewReminder, now: int) -> int | None:
 
 def add_many(cur: Cursor, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
     """Insert reminders and their targets a chunk at a time; return (added, skipped)."""
-    added = skipped = 0
-    for chunk in chunked(reminders):
-        a, s = _add_chunk(cur, chunk, now)
-        added, skipped = added + a, skipped + s
-    return added, skipped
+    return add_chunks(reminders, lambda chunk: _add_chunk(cur, chunk, now))
 
 
 def _add_chunk(cur: Cursor, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:

@@ -337,18 +337,10 @@ class PostgresStore(Store):
         def work(cur: Cursor) -> PruneCounts:
             counts = ops_sql.prune(PgRun(cur), POSTGRES, before)
             if dry_run:
-                raise _DryRun(counts)  # rolls the deletions back
+                raise ops_sql.DryRun(counts)  # rolls the deletions back
             return counts
 
         try:
             return self.session.transact(work, what="prune", repeatable=True)
-        except _DryRun as undone:
+        except ops_sql.DryRun as undone:
             return undone.counts
-
-
-class _DryRun(Exception):
-    """Raised inside a transaction to roll it back, carrying what it would have done."""
-
-    def __init__(self, counts: PruneCounts) -> None:
-        super().__init__("dry run")
-        self.counts = counts

@@ -21,7 +21,7 @@ from duequeue.store.base import (
     PruneCounts,
     Stats,
 )
-from duequeue.store.rows import REMINDER_COLUMNS, REMINDER_FIELDS, chunked, reminder_values
+from duequeue.store.rows import REMINDER_COLUMNS, REMINDER_FIELDS, add_chunks, reminder_values
 from duequeue.store.sql import SQLITE, Row
 from duequeue.store.sqlite_errors import guarded
 
@@ -66,8 +66,8 @@ class OperatorQueries:
             with self._write() as cur:
                 counts = ops_sql.prune(SQLiteRun(cur), SQLITE, before)
                 if dry_run:
-                    raise _DryRun(counts)  # rolls the deletions back
-        except _DryRun as undone:
+                    raise ops_sql.DryRun(counts)  # rolls the deletions back
+        except ops_sql.DryRun as undone:
             counts = undone.counts
         return counts
 
@@ -85,14 +85,6 @@ class OperatorQueries:
             yield self._conn.cursor()
         finally:
             self._conn.execute("COMMIT")
-
-
-class _DryRun(Exception):
-    """Raised inside a write transaction to roll it back, carrying what it would have done."""
-
-    def __init__(self, counts: PruneCounts) -> None:
-        super().__init__("dry run")
-        self.counts = counts
 
 
 def _fetch(cur: apsw.Cursor, sql: str, args: Any = None) -> list[Row]:
@@ -116,11 +108,7 @@ class SQLiteRun:
 
 def add_many(cur: apsw.Cursor, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
     """Insert reminders and their targets a chunk at a time; return (added, skipped)."""
-    added = skipped = 0
-    for chunk in chunked(reminders):
-        a, s = _add_chunk(cur, chunk, now)
-        added, skipped = added + a, skipped + s
-    return added, skipped
+    return add_chunks(reminders, lambda chunk: _add_chunk(cur, chunk, now))
 
 
 def _add_chunk(cur: apsw.Cursor, reminders: Sequence[NewReminder], now: int) -> tuple[int, int]:
