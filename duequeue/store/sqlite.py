@@ -299,7 +299,7 @@ class SQLiteStore(OperatorQueries, Store):
             """SELECT reminder_id, fire_at, retried_at FROM dead_letters
                WHERE retried_at IS NOT NULL
                  AND reminder_id IN (SELECT value FROM json_each(?))""",
-            (_json_ints(ids),),
+            (SQLITE.ids(ids),),
         )
         return {(int(rid), int(fire)): int(at) for rid, fire, at in rows}
 
@@ -377,10 +377,6 @@ def _upgrade(cur: apsw.Cursor, version: int) -> None:
 def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> list[Row]:
     """Run one statement and return its rows, typed loosely as SQLite values are."""
     return cast(list[Row], cur.execute(sql, args).fetchall())
-
-
-def _json_ints(ids: Sequence[int]) -> str:
-    return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
 def _connect(path: Path, busy_timeout_ms: int, create: bool) -> apsw.Connection:
