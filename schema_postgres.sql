@@ -1,5 +1,6 @@
 -- duequeue schema, version 3 (PostgreSQL): the counterpart of schema.sql, with the same tables and
--- columns, so that `duequeue migrate` copies a SQLite database column for column. Applied on first
+-- columns, so that `duequeue migrate` copies a SQLite database column for column
+-- (tests/test_schema_parity.py compares the two as applied). Applied on first
 -- use into the connection's current schema and shipped inside the wheel. Every time is BIGINT unix
 -- milliseconds UTC, as in SQLite.
 

@@ -1,23 +1,10 @@
-"""Reading rows on PostgreSQL: a batch's targets and a claimed batch's ledger state."""
+"""A claimed batch's ledger state on PostgreSQL: one LATERAL probe per row (SQLite reads it
+through json_each in sqlite.py)."""
 
 from collections.abc import Sequence
 
-from duequeue.store.base import Target
 from duequeue.store.pg_session import Cursor
 from duequeue.store.rows import LedgerState
-
-
-def targets(cur: Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
-    found: dict[int, list[Target]] = {}
-    cur.execute(
-        """SELECT reminder_id, id, channel, address, disabled_at FROM targets
-           WHERE reminder_id = ANY(%s) ORDER BY id""",
-        (list(ids),),
-    )
-    for rid, tid, channel, address, disabled in cur.fetchall():
-        disabled = None if disabled is None else int(disabled)
-        found.setdefault(int(rid), []).append(Target(int(tid), channel, address, disabled))
-    return {rid: tuple(ts) for rid, ts in found.items()}
 
 
 def ledger_state(

@@ -7,7 +7,7 @@ columns carry the ownership past the transaction exactly as on SQLite.
 
 from collections.abc import Iterable, Sequence
 
-from duequeue.store import pg_ops, pg_rows, retries
+from duequeue.store import ops_sql, pg_rows, reads, retries, tick_sql
 from duequeue.store import rows as shared
 from duequeue.store.base import (
     Change,
@@ -24,20 +24,11 @@ from duequeue.store.base import (
     View,
     WriteBack,
 )
+from duequeue.store.pg_ops import PgRun, add_many, health, insert_reminder
 from duequeue.store.pg_session import SCHEMA_VERSION, Cursor, Session
+from duequeue.store.sql import POSTGRES
 
-_CLAIM = (
-    """
-    UPDATE reminders SET lease_owner = %(owner)s, lease_until = %(until)s, updated_at = %(now)s
-    WHERE id = ANY(ARRAY(
-        SELECT id FROM reminders
-        WHERE next_fire_at <= %(now)s AND error_count < %(max)s
-          AND (lease_until IS NULL OR lease_until < %(now)s)
-        ORDER BY next_fire_at, id LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED))
-    RETURNING """
-    + shared.CLAIM_RETURNING
-)
+_CLAIM = tick_sql.claim(POSTGRES)
 
 # One statement: the row's update and, for a dead fire, its dead letter, so a tick's write-back
 # of one row is one round trip. The dead letter is written only if the update applied.
@@ -83,7 +74,7 @@ class PostgresStore(Store):
                 if found := cur.fetchone():
                     return int(found[0]), False
             # The UNIQUE key decides, not the lookup: concurrent adds of one key land once.
-            rid = pg_ops.insert_reminder(cur, r, now)
+            rid = insert_reminder(cur, r, now)
             if rid is None:
                 cur.execute("SELECT id FROM reminders WHERE key = %s", (r.key,))
                 existing = cur.fetchone()
@@ -100,16 +91,15 @@ class PostgresStore(Store):
         params = {"owner": owner, "until": now + lease_ms, "now": now, "max": max_errors}
 
         def work(cur: Cursor) -> list[Claimed]:
-            again = retries.claim(
-                pg_ops.runner(cur), retries.POSTGRES, owner, now, now + lease_ms, limit
-            )
+            run = PgRun(cur)
+            again = retries.claim(run, POSTGRES, owner, now, now + lease_ms, limit)
             cur.execute(_CLAIM, {**params, "limit": limit})
             rows = cur.fetchall()
             if not rows:
                 return again
             shared.sort_claimed(rows)
             ids = [int(row[0]) for row in rows]
-            targets = pg_rows.targets(cur, ids)
+            targets = reads.targets(run, POSTGRES, ids)
             ledger, rearmed = pg_rows.ledger_state(cur, ids, [int(row[9]) for row in rows])
             claimed = [
                 shared.claimed(
@@ -173,9 +163,9 @@ class PostgresStore(Store):
         rows = [w for w in items if w.retry_id is None]
 
         def work(cur: Cursor) -> int:
-            run = pg_ops.runner(cur)
+            run = PgRun(cur)
             applied = sum(
-                retries.write_retry(run, retries.POSTGRES, w, owner, now)
+                retries.write_retry(run, POSTGRES, w, owner, now)
                 for w in items
                 if w.retry_id is not None
             )
@@ -216,7 +206,7 @@ class PostgresStore(Store):
                     break
             for w, n in zip(rows, done, strict=True):
                 if n and (w.retries or w.disable):
-                    retries.after_row(run, retries.POSTGRES, w, now)
+                    retries.after_row(run, POSTGRES, w, now)
             return applied + sum(done)
 
         # Repeating is safe: a write-back that did commit cleared our lease, so the repeat
@@ -233,29 +223,25 @@ class PostgresStore(Store):
         again = [-i for i in ids if i < 0]
 
         def work(cur: Cursor) -> None:
-            cur.execute(
-                """UPDATE reminders SET lease_owner = NULL, lease_until = NULL, updated_at = %s
-                   WHERE id = ANY(%s) AND lease_owner = %s""",
-                (now, rows, owner),
-            )
-            retries.release(pg_ops.runner(cur), retries.POSTGRES, owner, again)
+            run = PgRun(cur)
+            tick_sql.release(run, POSTGRES, owner, rows, now)
+            retries.release(run, POSTGRES, owner, again)
 
         self.session.transact(work, what="release", repeatable=True, one_statement=not again)
         return len(ids)
 
     def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
         return self.session.transact(
-            lambda cur: retries.pending(pg_ops.runner(cur), retries.POSTGRES, reminder_id),
+            lambda cur: retries.pending(PgRun(cur), POSTGRES, reminder_id),
             what="reading retries",
             repeatable=True,
         )
 
     def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
         def work(cur: Cursor) -> list[Change]:
-            cur.execute("SELECT id FROM reminders WHERE id = ANY(%s)", (list(ids),))
-            known = {int(r[0]) for r in cur.fetchall()}
-            changed = retries.enable(pg_ops.runner(cur), retries.POSTGRES, ids)
-            return shared.enabled(ids, known, changed)
+            run = PgRun(cur)
+            changed = retries.enable(run, POSTGRES, ids)
+            return shared.enabled(ids, reads.known(run, POSTGRES, ids), changed)
 
         return self.session.transact(work, what="enable", repeatable=True)
 
@@ -270,66 +256,29 @@ class PostgresStore(Store):
         subject_like: str | None = None,
         target_like: str | None = None,
     ) -> list[ReminderView]:
-        # NULL patterns match everything; ILIKE is case-insensitive as SQLite's LIKE is.
-        filters = """(%(subject)s::text IS NULL OR r.subject ILIKE %(subject)s)
-            AND (%(target)s::text IS NULL OR EXISTS (SELECT 1 FROM targets t
-                 WHERE t.reminder_id = r.id AND t.address ILIKE %(target)s))"""
-        args = {"now": now, "limit": limit, "subject": subject_like, "target": target_like}
-
-        def work(cur: Cursor) -> list[ReminderView]:
-            if view == "dead":
-                cur.execute(
-                    f"""SELECT {shared.VIEW_COLUMNS},
-                            d.fire_at, d.error_count, d.last_error, d.dead_at
-                        FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
-                        WHERE r.cancelled_at IS NULL AND d.retried_at IS NULL AND {filters}
-                        ORDER BY d.dead_at, d.id LIMIT %(limit)s""",
-                    args,
-                )
-            else:
-                where = {
-                    "due": "r.next_fire_at <= %(now)s AND r.cancelled_at IS NULL",
-                    "pending": "r.next_fire_at IS NOT NULL AND r.cancelled_at IS NULL",
-                    "all": "TRUE",
-                }[view]
-                order = "r.next_fire_at, r.id" if view != "all" else "r.id"
-                cur.execute(
-                    f"""SELECT {shared.VIEW_COLUMNS} FROM reminders r WHERE {where} AND {filters}
-                        ORDER BY {order} LIMIT %(limit)s""",
-                    args,
-                )
-            rows = cur.fetchall()
-            targets = pg_rows.targets(cur, sorted({int(row[0]) for row in rows}))
-            return [shared.view(row, targets.get(int(row[0]), ())) for row in rows]
-
-        return self.session.transact(work, what="inspect", repeatable=True)
+        return self.session.transact(
+            lambda cur: reads.view(
+                PgRun(cur), POSTGRES, view, now, limit, subject_like, target_like
+            ),
+            what="inspect",
+            repeatable=True,
+        )
 
     def get(self, reminder_id: int) -> ReminderView | None:
-        def work(cur: Cursor) -> ReminderView | None:
-            cur.execute(
-                f"SELECT {shared.VIEW_COLUMNS} FROM reminders r WHERE r.id = %s", (reminder_id,)
-            )
-            row = cur.fetchone()
-            if row is None:
-                return None
-            return shared.view(row, pg_rows.targets(cur, [reminder_id]).get(reminder_id, ()))
-
-        return self.session.transact(work, what="get", repeatable=True)
+        return self.session.transact(
+            lambda cur: reads.get(PgRun(cur), POSTGRES, reminder_id), what="get", repeatable=True
+        )
 
     def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
-        def work(cur: Cursor) -> list[DeliveryRecord]:
-            cur.execute(
-                """SELECT reminder_id, target_id, fire_at, outcome, error, attempt, at
-                   FROM deliveries WHERE reminder_id = %s ORDER BY id""",
-                (reminder_id,),
-            )
-            return [DeliveryRecord(*row) for row in cur.fetchall()]
-
-        return self.session.transact(work, what="reading the ledger", repeatable=True)
+        return self.session.transact(
+            lambda cur: reads.deliveries(PgRun(cur), POSTGRES, reminder_id),
+            what="reading the ledger",
+            repeatable=True,
+        )
 
     def dead_letters(self, reminder_id: int) -> list[DeadLetter]:
         return self.session.transact(
-            lambda cur: pg_ops.dead_letters(cur, reminder_id),
+            lambda cur: reads.dead_letters(PgRun(cur), POSTGRES, reminder_id),
             what="reading dead letters",
             repeatable=True,
         )
@@ -338,20 +287,20 @@ class PostgresStore(Store):
         # One REPEATABLE READ snapshot, so the counts agree with each other.
         def work(cur: Cursor) -> Stats:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            return pg_ops.stats(cur, now)
+            return ops_sql.stats(PgRun(cur), POSTGRES, now)
 
         return self.session.transact(work, what="stats", repeatable=True)
 
     def pending_channels(self) -> set[str]:
-        def work(cur: Cursor) -> set[str]:
-            cur.execute(shared.PENDING_CHANNELS)
-            return {str(c) for (c,) in cur.fetchall()}
-
-        return self.session.transact(work, what="pending channels", repeatable=True)
+        return self.session.transact(
+            lambda cur: reads.pending_channels(PgRun(cur), POSTGRES),
+            what="pending channels",
+            repeatable=True,
+        )
 
     def health(self) -> list[HealthCheck]:
         return self.session.transact(
-            lambda cur: pg_ops.health(cur, self.session.where, SCHEMA_VERSION),
+            lambda cur: health(cur, self.session.where, SCHEMA_VERSION),
             what="health checks",
             repeatable=True,
         )
@@ -362,7 +311,7 @@ class PostgresStore(Store):
         # Keyless reminders would be added twice by a repeat after a lost commit, and a stream
         # (import's spool) is not checked for keys: that would read it all once more.
         return self.session.transact(
-            lambda cur: pg_ops.add_many(cur, reminders, now),
+            lambda cur: add_many(cur, reminders, now),
             what="bulk add",
             repeatable=isinstance(reminders, Sequence)
             and all(r.key is not None for r in reminders),
@@ -372,30 +321,26 @@ class PostgresStore(Store):
     # nothing more (it may then report the rows as skipped).
     def cancel(self, ids: Sequence[int], now: int) -> list[Change]:
         return self.session.transact(
-            lambda cur: pg_ops.cancel(cur, ids, now), what="cancel", repeatable=True
+            lambda cur: ops_sql.cancel(PgRun(cur), POSTGRES, ids, now),
+            what="cancel",
+            repeatable=True,
         )
 
     def retry_dead(self, ids: Sequence[int] | None, now: int) -> list[Change]:
         return self.session.transact(
-            lambda cur: pg_ops.retry_dead(cur, ids, now), what="retry", repeatable=True
+            lambda cur: ops_sql.retry_dead(PgRun(cur), POSTGRES, ids, now),
+            what="retry",
+            repeatable=True,
         )
 
     def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:
         def work(cur: Cursor) -> PruneCounts:
-            counts = pg_ops.prune(cur, before)
+            counts = ops_sql.prune(PgRun(cur), POSTGRES, before)
             if dry_run:
-                raise _DryRun(counts)  # rolls the deletions back
+                raise ops_sql.DryRun(counts)  # rolls the deletions back
             return counts
 
         try:
             return self.session.transact(work, what="prune", repeatable=True)
-        except _DryRun as undone:
+        except ops_sql.DryRun as undone:
             return undone.counts
-
-
-class _DryRun(Exception):
-    """Raised inside a transaction to roll it back, carrying what it would have done."""
-
-    def __init__(self, counts: PruneCounts) -> None:
-        super().__init__("dry run")
-        self.counts = counts

@@ -6,63 +6,16 @@ held back and the targets that have the fire never get it again. Sent, the retry
 out of retries (or refused for good) it becomes a dead letter of its fire, which `retry` re-arms
 like any other (the row then delivers to the targets that lack the fire, and only to them).
 
-The statements use `:name` parameters; a `Dialect` turns them into the driver's style and says
-how a list of ids is matched, which is all the two dialects disagree on here.
+The statements use `:name` parameters; a `Dialect` (sql.py) turns them into the driver's style
+and says how a list of ids is matched, which is all the two dialects disagree on here.
 """
 
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
 from duequeue.store.base import NO_ATTEMPTS, Claimed, PendingRetry, Target, WriteBack
-
-Row = tuple[Any, ...]
-# Run one statement with named parameters and return its rows ([] when it returns none).
-Run = Callable[[str, Mapping[str, Any]], list[Row]]
+from duequeue.store.sql import Dialect, Run
 
 MAX_ERROR_TEXT = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Dialect:
-    """What differs between the stores for these statements."""
-
-    pg: bool
-
-    def sql(self, text: str) -> str:
-        """Return `text` with `:name` parameters in the driver's style."""
-        return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", text) if self.pg else text
-
-    def in_ids(self, column: str, param: str) -> str:
-        """Return a condition: `column` is one of the ids passed as `param` (see ids())."""
-        if self.pg:
-            return f"{column} = ANY(:{param})"
-        return f"{column} IN (SELECT value FROM json_each(:{param}))"
-
-    def ids(self, ids: Sequence[int]) -> Any:
-        """Return a list of ids as the parameter value in_ids() expects."""
-        if self.pg:
-            return [int(i) for i in ids]
-        return "[" + ",".join(str(int(i)) for i in ids) + "]"
-
-    def in_select(self, column: str, select: str) -> str:
-        """Return a condition: `column` is one of the values `select` returns.
-
-        On PostgreSQL as `= ANY(ARRAY(...))`: the subquery runs once and the outer statement
-        probes `column`'s index, where `IN (...)` may be planned as a hash semi join over a
-        sequential scan of the table once the subquery's LIMIT is large.
-        """
-        return f"{column} = ANY(ARRAY({select}))" if self.pg else f"{column} IN ({select})"
-
-    @property
-    def skip_locked(self) -> str:
-        # SQLite has one writer at a time; PostgreSQL's concurrent claims pass each other by.
-        return "FOR UPDATE SKIP LOCKED" if self.pg else ""
-
-
-SQLITE = Dialect(pg=False)
-POSTGRES = Dialect(pg=True)
 
 # Steps from schema version 2 to 3, with {ID} / {INT} the dialect's id and integer types.
 UPGRADE_TO_3 = """

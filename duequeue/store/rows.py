@@ -5,7 +5,7 @@ claim returns, the columns inspect reads and how their rows become records do no
 here makes a column added for one store impossible to forget in the other.
 """
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -36,11 +36,6 @@ REMINDER_FIELDS = (
     "updated_at",
 )
 REMINDER_COLUMNS = ", ".join(REMINDER_FIELDS)
-
-# The channels pending reminders will deliver to (doctor: is SMTP needed?); portable SQL.
-PENDING_CHANNELS = """SELECT DISTINCT t.channel FROM targets t
-    JOIN reminders r ON r.id = t.reminder_id
-    WHERE r.next_fire_at IS NOT NULL AND r.cancelled_at IS NULL"""
 
 # What a claim's UPDATE ... RETURNING gives back, in claimed()'s order.
 CLAIM_RETURNING = """id, subject, body, data, rule_kind, rule, tz, dtstart, misfire_grace_ms,
@@ -74,6 +69,17 @@ def chunked(reminders: Iterable[NewReminder], size: int = ADD_CHUNK) -> Iterator
             chunk = []
     if chunk:
         yield chunk
+
+
+def add_chunks(
+    reminders: Iterable[NewReminder], add_chunk: Callable[[list[NewReminder]], tuple[int, int]]
+) -> tuple[int, int]:
+    """Add reminders a chunk at a time through the store's `add_chunk`; return (added, skipped)."""
+    added = skipped = 0
+    for chunk in chunked(reminders):
+        a, s = add_chunk(chunk)
+        added, skipped = added + a, skipped + s
+    return added, skipped
 
 
 def reminder_values(r: NewReminder, now: int) -> tuple[Any, ...]:

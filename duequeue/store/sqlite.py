@@ -11,7 +11,7 @@ from typing import Any, cast
 import apsw
 
 from duequeue.errors import StoreError
-from duequeue.store import access, retries
+from duequeue.store import access, reads, retries, tick_sql
 from duequeue.store import rows as shared
 from duequeue.store.base import (
     Change,
@@ -21,12 +21,12 @@ from duequeue.store.base import (
     PendingRetry,
     ReminderView,
     Store,
-    Target,
     View,
     WriteBack,
 )
+from duequeue.store.sql import SQLITE, Row
 from duequeue.store.sqlite_errors import guarded, one_line, store_error
-from duequeue.store.sqlite_ops import REMINDER_PARAMS, OperatorQueries
+from duequeue.store.sqlite_ops import REMINDER_PARAMS, OperatorQueries, SQLiteRun
 
 SCHEMA_VERSION = 3
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
@@ -35,6 +35,7 @@ BUSY_TIMEOUT_MS = 5000
 _ANY_DUE = f"""SELECT EXISTS (SELECT 1 FROM reminders WHERE next_fire_at <= :now
     AND error_count < :max AND (lease_until IS NULL OR lease_until < :now))
     OR EXISTS ({retries.ANY_DUE})"""
+_CLAIM = tick_sql.claim(SQLITE)
 
 
 def schema_sql() -> str:
@@ -155,17 +156,11 @@ class SQLiteStore(OperatorQueries, Store):
         if not _fetch(self._conn, _ANY_DUE, {"now": now, "max": max_errors})[0][0]:
             return []
         with self._write() as cur:
-            again = retries.claim(_runner(cur), retries.SQLITE, owner, now, now + lease_ms, limit)
+            run = SQLiteRun(cur)
+            again = retries.claim(run, SQLITE, owner, now, now + lease_ms, limit)
             rows = _fetch(
                 cur,
-                f"""UPDATE reminders SET lease_owner = :owner, lease_until = :until,
-                       updated_at = :now
-                   WHERE id IN (
-                       SELECT id FROM reminders
-                       WHERE next_fire_at <= :now AND error_count < :max
-                         AND (lease_until IS NULL OR lease_until < :now)
-                       ORDER BY next_fire_at, id LIMIT :limit)
-                   RETURNING {shared.CLAIM_RETURNING}""",
+                _CLAIM,
                 {
                     "owner": owner,
                     "until": now + lease_ms,
@@ -178,7 +173,7 @@ class SQLiteStore(OperatorQueries, Store):
                 return again
             shared.sort_claimed(rows)
             ids = [int(row[0]) for row in rows]
-            targets = self._targets(cur, ids)
+            targets = reads.targets(run, SQLITE, ids)
             retried = self._retried(cur, ids)
             fires = [(rid, int(row[9])) for rid, row in zip(ids, rows, strict=True)]
             ledger = self._ledger_state(cur, fires, retried)
@@ -221,12 +216,12 @@ class SQLiteStore(OperatorQueries, Store):
                 before = self._conn.total_changes()
                 cur.executemany(_WRITE_BACK, plain)
                 applied += self._conn.total_changes() - before
-            run = _runner(cur)
+            run = SQLiteRun(cur)
             for w in items:
                 if _plain(w):
                     continue
                 if w.retry_id is not None:
-                    applied += retries.write_retry(run, retries.SQLITE, w, owner, now)
+                    applied += retries.write_retry(run, SQLITE, w, owner, now)
                     continue
                 cur.execute(_WRITE_BACK, _write_back_params(w, now, owner))
                 if self._conn.changes() != 1:
@@ -249,7 +244,7 @@ class SQLiteStore(OperatorQueries, Store):
                             now if w.dead_at is None else w.dead_at,
                         ),
                     )
-                retries.after_row(run, retries.SQLITE, w, now)
+                retries.after_row(run, SQLITE, w, now)
         return applied
 
     @guarded
@@ -257,30 +252,21 @@ class SQLiteStore(OperatorQueries, Store):
         if not ids:
             return 0
         with self._write() as cur:
-            cur.executemany(
-                """UPDATE reminders SET lease_owner = NULL, lease_until = NULL, updated_at = ?
-                   WHERE id = ? AND lease_owner = ?""",
-                [(now, rid, owner) for rid in ids if rid > 0],
-            )
-            retries.release(_runner(cur), retries.SQLITE, owner, [-i for i in ids if i < 0])
+            run = SQLiteRun(cur)
+            tick_sql.release(run, SQLITE, owner, [i for i in ids if i > 0], now)
+            retries.release(run, SQLITE, owner, [-i for i in ids if i < 0])
         return len(ids)
 
     @guarded
     def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
-        return retries.pending(_runner(self._conn.cursor()), retries.SQLITE, reminder_id)
+        return retries.pending(SQLiteRun(self._conn.cursor()), SQLITE, reminder_id)
 
     @guarded
     def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
         with self._write() as cur:
-            run = _runner(cur)
-            known = {
-                int(r[0])
-                for r in run(
-                    "SELECT id FROM reminders WHERE id IN (SELECT value FROM json_each(:ids))",
-                    {"ids": _json_ints(ids)},
-                )
-            }
-            return shared.enabled(ids, known, retries.enable(run, retries.SQLITE, ids))
+            run = SQLiteRun(cur)
+            known = reads.known(run, SQLITE, ids)
+            return shared.enabled(ids, known, retries.enable(run, SQLITE, ids))
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -294,70 +280,16 @@ class SQLiteStore(OperatorQueries, Store):
         subject_like: str | None = None,
         target_like: str | None = None,
     ) -> list[ReminderView]:
-        cur = self._conn.cursor()
-        lim = -1 if limit is None else limit
-        # NULL patterns match everything; LIKE is case-insensitive for ASCII in SQLite.
-        filters = """(:subject IS NULL OR r.subject LIKE :subject)
-            AND (:target IS NULL OR EXISTS (SELECT 1 FROM targets t
-                 WHERE t.reminder_id = r.id AND t.address LIKE :target))"""
-        args = {"now": now, "lim": lim, "subject": subject_like, "target": target_like}
-        if view == "dead":
-            rows = _fetch(
-                cur,
-                f"""SELECT {shared.VIEW_COLUMNS}, d.fire_at, d.error_count, d.last_error, d.dead_at
-                    FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
-                    WHERE r.cancelled_at IS NULL AND d.retried_at IS NULL AND {filters}
-                    ORDER BY d.dead_at, d.id LIMIT :lim""",
-                args,
-            )
-        else:
-            where = {
-                "due": "r.next_fire_at <= :now AND r.cancelled_at IS NULL",
-                "pending": "r.next_fire_at IS NOT NULL AND r.cancelled_at IS NULL",
-                "all": "1",
-            }[view]
-            order = "r.next_fire_at, r.id" if view != "all" else "r.id"
-            rows = _fetch(
-                cur,
-                f"""SELECT {shared.VIEW_COLUMNS} FROM reminders r WHERE {where} AND {filters}
-                    ORDER BY {order} LIMIT :lim""",
-                args,
-            )
-        targets = self._targets(cur, sorted({int(row[0]) for row in rows}))
-        return [shared.view(row, targets.get(int(row[0]), ())) for row in rows]
+        run = SQLiteRun(self._conn.cursor())
+        return reads.view(run, SQLITE, view, now, limit, subject_like, target_like)
 
     @guarded
     def get(self, reminder_id: int) -> ReminderView | None:
-        cur = self._conn.cursor()
-        found = _fetch(
-            cur, f"SELECT {shared.VIEW_COLUMNS} FROM reminders r WHERE r.id = ?", (reminder_id,)
-        )
-        if not found:
-            return None
-        return shared.view(found[0], self._targets(cur, [reminder_id]).get(reminder_id, ()))
+        return reads.get(SQLiteRun(self._conn.cursor()), SQLITE, reminder_id)
 
     @guarded
     def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
-        rows = _fetch(
-            self._conn,
-            """SELECT reminder_id, target_id, fire_at, outcome, error, attempt, at
-               FROM deliveries WHERE reminder_id = ? ORDER BY id""",
-            (reminder_id,),
-        )
-        return [DeliveryRecord(*row) for row in rows]
-
-    @staticmethod
-    def _targets(cur: apsw.Cursor, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
-        found: dict[int, list[Target]] = {}
-        # json_each keeps this one statement whatever the batch size (no variable limit).
-        for rid, tid, channel, address, disabled in _fetch(
-            cur,
-            """SELECT reminder_id, id, channel, address, disabled_at FROM targets
-               WHERE reminder_id IN (SELECT value FROM json_each(?)) ORDER BY id""",
-            (_json_ints(ids),),
-        ):
-            found.setdefault(int(rid), []).append(Target(int(tid), channel, address, disabled))
-        return {rid: tuple(ts) for rid, ts in found.items()}
+        return reads.deliveries(SQLiteRun(self._conn.cursor()), SQLITE, reminder_id)
 
     @staticmethod
     def _retried(cur: apsw.Cursor, ids: Sequence[int]) -> dict[tuple[int, int], int]:
@@ -367,7 +299,7 @@ class SQLiteStore(OperatorQueries, Store):
             """SELECT reminder_id, fire_at, retried_at FROM dead_letters
                WHERE retried_at IS NOT NULL
                  AND reminder_id IN (SELECT value FROM json_each(?))""",
-            (_json_ints(ids),),
+            (SQLITE.ids(ids),),
         )
         return {(int(rid), int(fire)): int(at) for rid, fire, at in rows}
 
@@ -398,8 +330,6 @@ class SQLiteStore(OperatorQueries, Store):
         return found
 
 
-Row = tuple[Any, ...]
-
 # The write-back of one row, only while we hold its lease; parameters from _write_back_params.
 _WRITE_BACK = """UPDATE reminders SET
        fire_at = ?1, next_fire_at = ?2, error_count = ?3, last_error = ?4,
@@ -414,10 +344,6 @@ _WRITE_BACK = """UPDATE reminders SET
 def _plain(w: WriteBack) -> bool:
     """Tell whether a write-back is the row's update alone (the common case, batched)."""
     return not (w.dead_letter or w.retries or w.disable or w.retry_id is not None)
-
-
-def _runner(cur: apsw.Cursor) -> retries.Run:
-    return lambda sql, args: _fetch(cur, sql, args)
 
 
 def _write_back_params(w: WriteBack, now: int, owner: str) -> Row:
@@ -451,10 +377,6 @@ def _upgrade(cur: apsw.Cursor, version: int) -> None:
 def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> list[Row]:
     """Run one statement and return its rows, typed loosely as SQLite values are."""
     return cast(list[Row], cur.execute(sql, args).fetchall())
-
-
-def _json_ints(ids: Sequence[int]) -> str:
-    return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
 def _connect(path: Path, busy_timeout_ms: int, create: bool) -> apsw.Connection:

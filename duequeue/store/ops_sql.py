@@ -1,0 +1,233 @@
+"""The operator's queries written once for both stores: cancel, retry, stats, prune.
+
+Each function runs inside the transaction its store opened (see sql.py for the Run and Dialect
+seam); none of them commits or reads the clock. Bulk add and health checks differ per store and
+stay in sqlite_ops.py and pg_ops.py.
+"""
+
+from collections.abc import Sequence
+
+from duequeue.errors import NotFoundError
+from duequeue.store import retries
+from duequeue.store.base import Change, HealthCheck, PruneCounts, Stats
+from duequeue.store.rows import cancel_refusal, retry_refusal
+from duequeue.store.sql import Dialect, Row, Run
+
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+
+
+class DryRun(Exception):
+    """Raised inside a prune's transaction to roll it back, carrying what it would have done."""
+
+    def __init__(self, counts: PruneCounts) -> None:
+        super().__init__("dry run")
+        self.counts = counts
+
+
+def states(run: Run, d: Dialect, ids: Sequence[int]) -> dict[int, Row]:
+    """Return id -> (rule, fire_at, lease_until, done_at, cancelled_at); raise on unknown ids.
+
+    On PostgreSQL the rows are locked, in id order, so that a tick cannot claim one between
+    the check and the change.
+    """
+    rows = run(
+        d.sql(
+            f"""SELECT id, rule, fire_at, lease_until, done_at, cancelled_at FROM reminders
+                WHERE {d.in_ids("id", "ids")} ORDER BY id {d.for_update}"""
+        ),
+        {"ids": d.ids(ids)},
+    )
+    found = {int(row[0]): row[1:] for row in rows}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise NotFoundError(f"no reminder with id {missing[0]}")
+    return found
+
+
+def cancel(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
+    """Cancel rows; see Store.cancel."""
+    found = states(run, d, ids)
+    changes = []
+    for rid in dict.fromkeys(ids):
+        refusal = cancel_refusal(found[rid], retries.has_any(run, d, rid))
+        if refusal is not None:
+            changes.append(Change(rid, skipped=refusal))
+            continue
+        retries.drop(run, d, rid, None, None)
+        # Clearing the lease is what makes cancellation win: a running tick's write-back
+        # requires its lease, so it cannot put a next fire back on this row.
+        run(
+            d.sql(
+                """UPDATE reminders SET cancelled_at = :now, next_fire_at = NULL,
+                       lease_owner = NULL, lease_until = NULL, updated_at = :now
+                   WHERE id = :id"""
+            ),
+            {"now": now, "id": rid},
+        )
+        changes.append(Change(rid))
+    return changes
+
+
+def retry_dead(run: Run, d: Dialect, ids: Sequence[int] | None, now: int) -> list[Change]:
+    """Re-arm dead fires; see Store.retry_dead."""
+    if ids is None:
+        rows = run(
+            d.sql(
+                """SELECT DISTINCT d.reminder_id FROM dead_letters d
+                   JOIN reminders r ON r.id = d.reminder_id
+                   WHERE d.retried_at IS NULL AND r.cancelled_at IS NULL
+                   ORDER BY d.reminder_id"""
+            ),
+            {},
+        )
+        ids = [int(r[0]) for r in rows]
+    found = states(run, d, ids)
+    changes = []
+    for rid in dict.fromkeys(ids):
+        ((oldest,),) = run(
+            d.sql(
+                """SELECT min(fire_at) FROM dead_letters
+                   WHERE reminder_id = :id AND retried_at IS NULL"""
+            ),
+            {"id": rid},
+        )
+        reason = retry_refusal(found[rid], oldest, now)
+        # The re-armed fire delivers to every target that lacks it, so it takes over its
+        # targets' own retries; not while a tick is sending one of them.
+        if (
+            reason is None
+            and oldest is not None
+            and not retries.drop(run, d, rid, int(oldest), now)
+        ):
+            reason = "a tick is delivering it; retry after the tick"
+        if reason is not None or oldest is None:  # no dead fire always has a reason
+            changes.append(Change(rid, skipped=reason))
+            continue
+        run(
+            d.sql(
+                """UPDATE reminders SET fire_at = :fire, next_fire_at = :now, error_count = 0,
+                       last_error = NULL, dead_at = NULL, done_at = NULL,
+                       lease_owner = NULL, lease_until = NULL, updated_at = :now
+                   WHERE id = :id"""
+            ),
+            {"fire": oldest, "now": now, "id": rid},
+        )
+        run(
+            d.sql(
+                """UPDATE dead_letters SET retried_at = :now
+                   WHERE reminder_id = :id AND fire_at = :fire"""
+            ),
+            {"fire": oldest, "now": now, "id": rid},
+        )
+        changes.append(Change(rid, fire_at=int(oldest)))
+    return changes
+
+
+def stats(run: Run, d: Dialect, now: int) -> Stats:
+    """Count rows by state and recent ledger outcomes (in one snapshot: the store's to open)."""
+    ((pending, done, dead, cancelled, due, retrying, leased, oldest),) = run(
+        d.sql(
+            """SELECT
+                 count(*) FILTER (WHERE next_fire_at IS NOT NULL AND cancelled_at IS NULL),
+                 count(*) FILTER (WHERE done_at IS NOT NULL AND cancelled_at IS NULL),
+                 count(*) FILTER (WHERE dead_at IS NOT NULL AND cancelled_at IS NULL),
+                 count(*) FILTER (WHERE cancelled_at IS NOT NULL),
+                 count(*) FILTER (WHERE next_fire_at <= :now AND cancelled_at IS NULL),
+                 count(*) FILTER (WHERE next_fire_at IS NOT NULL AND error_count > 0
+                                  AND cancelled_at IS NULL),
+                 count(*) FILTER (WHERE lease_until >= :now),
+                 min(next_fire_at) FILTER (WHERE next_fire_at <= :now AND cancelled_at IS NULL)
+               FROM reminders"""
+        ),
+        {"now": now},
+    )
+    ((letters,),) = run(
+        d.sql(
+            """SELECT count(*) FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
+               WHERE d.retried_at IS NULL AND r.cancelled_at IS NULL"""
+        ),
+        {},
+    )
+    (ledger,) = run(
+        d.sql(
+            """SELECT
+                 count(*) FILTER (WHERE outcome = 'sent' AND at > :hour),
+                 count(*) FILTER (WHERE outcome != 'sent' AND at > :hour),
+                 count(*) FILTER (WHERE outcome = 'sent'),
+                 count(*) FILTER (WHERE outcome != 'sent')
+               FROM deliveries WHERE at > :day AND at <= :now"""
+        ),
+        {"hour": now - HOUR_MS, "day": now - DAY_MS, "now": now},
+    )
+    retrying_targets, disabled = retries.counts(run, d)
+    return Stats(
+        retrying_targets=retrying_targets,
+        disabled_targets=disabled,
+        pending=int(pending),
+        done=int(done),
+        dead=int(dead),
+        cancelled=int(cancelled),
+        due=int(due),
+        retrying=int(retrying),
+        leased=int(leased),
+        oldest_due_at=None if oldest is None else int(oldest),
+        dead_letters=int(letters),
+        sent_last_hour=int(ledger[0]),
+        failed_last_hour=int(ledger[1]),
+        sent_last_day=int(ledger[2]),
+        failed_last_day=int(ledger[3]),
+    )
+
+
+# Ledger rows of a fire that may still be delivered: the row's pending fire, or a dead fire
+# awaiting retry. Deleting them would let that fire reach a target a second time.
+_PROTECTED = (
+    """EXISTS (SELECT 1 FROM reminders r
+                        WHERE r.id = deliveries.reminder_id AND r.fire_at = deliveries.fire_at)
+             OR EXISTS (SELECT 1 FROM dead_letters x
+                        WHERE x.reminder_id = deliveries.reminder_id
+                          AND x.fire_at = deliveries.fire_at AND x.retried_at IS NULL)
+             OR """
+    + retries.PROTECTED
+)
+
+_DOOMED = f"""(done_at < :before AND cancelled_at IS NULL AND NOT EXISTS (
+                 SELECT 1 FROM dead_letters x WHERE x.reminder_id = reminders.id
+                   AND x.retried_at IS NULL) AND NOT {retries.RETRYING})
+             OR cancelled_at < :before"""
+
+
+def prune(run: Run, d: Dialect, before: int) -> PruneCounts:
+    """Delete finished rows and old ledger rows; see Store.prune."""
+    args = {"before": before}
+    ((done, cancelled, letters, ledger),) = run(
+        d.sql(
+            f"""SELECT count(*) FILTER (WHERE cancelled_at IS NULL),
+                       count(*) FILTER (WHERE cancelled_at IS NOT NULL),
+                       (SELECT count(*) FROM dead_letters
+                        WHERE reminder_id IN (SELECT id FROM reminders WHERE {_DOOMED})),
+                       (SELECT count(*) FROM deliveries
+                        WHERE reminder_id IN (SELECT id FROM reminders WHERE {_DOOMED}))
+                FROM reminders WHERE {_DOOMED}"""
+        ),
+        args,
+    )
+    run(d.sql(f"DELETE FROM reminders WHERE {_DOOMED}"), args)  # cascades to targets, ledger
+    run(d.sql(f"DELETE FROM deliveries WHERE at < :before AND NOT ({_PROTECTED})"), args)
+    return PruneCounts(
+        deliveries=int(ledger) + run.changed(),
+        done=int(done),
+        cancelled=int(cancelled),
+        dead_letters=int(letters),
+    )
+
+
+def schema_check(where: str, version: int, expected: int) -> HealthCheck:
+    """Return doctor's check that the database has this duequeue's schema version."""
+    return HealthCheck(
+        "database schema",
+        version == expected,
+        f"{where}: schema version {version} (this duequeue: {expected})",
+        None if version == expected else "upgrade duequeue or restore a backup",
+    )
