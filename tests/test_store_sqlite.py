@@ -1,29 +1,15 @@
-"""The store contract on SQLite, plus what only the SQLite file itself can show."""
+"""What only the SQLite file itself can show (the contract every store passes is in
+test_store_contract.py)."""
 
 import os
 import stat
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
 import pytest
 
 from duequeue.errors import StoreError
-from duequeue.store.base import Store
 from duequeue.store.sqlite import SQLiteStore, schema_sql
-from tests.store_contract import OperatorContract, StoreContract
-
-
-class TestSQLiteStore(StoreContract, OperatorContract):
-    @pytest.fixture
-    def store(self, db_path: Path) -> Iterator[Store]:
-        s = SQLiteStore(db_path)
-        yield s
-        s.close()
-
-    @pytest.fixture
-    def open_another(self, db_path: Path) -> Callable[[], Store]:
-        return lambda: SQLiteStore(db_path)
 
 
 def test_it_creates_the_database_owner_only_in_wal_mode(db_path: Path) -> None:

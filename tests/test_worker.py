@@ -15,6 +15,7 @@ import pytest
 from duequeue.worker import Ticked, Worker
 from tests.e2e import Cli
 from tests.servers import HttpSink, Reply
+from tests.stores import Db
 
 ROOT = Path(__file__).resolve().parent.parent
 WAIT = 20.0  # seconds; generous for a loaded machine, never a race winner
@@ -23,7 +24,7 @@ WAIT = 20.0  # seconds; generous for a loaded machine, never a race winner
 class Running:
     """A worker subprocess whose output lines are read on a thread, so waits can time out."""
 
-    def __init__(self, db: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, db: Db, *args: str, env: dict[str, str] | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DUEQUEUE_")} | (env or {})
         env["PYTHONPATH"] = str(ROOT)
         self.proc = subprocess.Popen(
@@ -62,8 +63,8 @@ class Running:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_the_worker_ticks_and_stops_cleanly_on_a_signal(db_path: Path, signum: int) -> None:
-    worker = Running(db_path, "--every", "1s")
+def test_the_worker_ticks_and_stops_cleanly_on_a_signal(db: Db, signum: int) -> None:
+    worker = Running(db, "--every", "1s")
     assert "worker: ticking every 1s" in worker.wait_for("worker:")
     line = worker.wait_for(" tick: ")
     assert "claimed 0" in line
@@ -71,10 +72,10 @@ def test_the_worker_ticks_and_stops_cleanly_on_a_signal(db_path: Path, signum: i
     worker.wait_for("worker: stopped by a signal")
 
 
-def test_the_worker_delivers_what_becomes_due(db_path: Path) -> None:
+def test_the_worker_delivers_what_becomes_due(db: Db) -> None:
     with HttpSink() as http:
-        rid = Cli(db_path, datetime.now(UTC)).add("--at", "now", "--webhook", http.url("/w"))
-        worker = Running(db_path, "--every", "1s")
+        rid = Cli(db, datetime.now(UTC)).add("--at", "now", "--webhook", http.url("/w"))
+        worker = Running(db, "--every", "1s")
         worker.wait_for("sent 1")
         (req,) = http.wait_for_requests(1)
         assert req.path == "/w"
@@ -83,18 +84,16 @@ def test_the_worker_delivers_what_becomes_due(db_path: Path) -> None:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_during_a_delivery_ends_the_worker_after_that_tick(
-    db_path: Path, signum: int
-) -> None:
+def test_a_signal_during_a_delivery_ends_the_worker_after_that_tick(db: Db, signum: int) -> None:
     with HttpSink() as http:
         http.respond("/first", Reply(hold=True))
         due = datetime.now(UTC) - timedelta(minutes=1)
-        first = Cli(db_path, due).add("--at", "now", "--webhook", http.url("/first"))
-        rest = Cli(db_path, due + timedelta(seconds=1)).add(
+        first = Cli(db, due).add("--at", "now", "--webhook", http.url("/first"))
+        rest = Cli(db, due + timedelta(seconds=1)).add(
             "--at", "now", "--webhook", http.url("/rest")
         )
         # One webhook at a time: /first is held in flight while /rest waits its turn.
-        worker = Running(db_path, "--every", "1s", env={"DUEQUEUE_CONCURRENCY": "1"})
+        worker = Running(db, "--every", "1s", env={"DUEQUEUE_CONCURRENCY": "1"})
         http.wait_for_requests(1)
         worker.proc.send_signal(signum)
         worker.wait_for(f"duequeue: {signal.Signals(signum).name}: stopping")
@@ -108,7 +107,7 @@ def test_a_signal_during_a_delivery_ends_the_worker_after_that_tick(
         assert line.endswith(f"stopped by {signal.Signals(signum).name}")
         assert not [x for x in worker.seen if " tick: " in x and x != line]
 
-        cli = Cli(db_path, datetime.now(UTC))
+        cli = Cli(db, datetime.now(UTC))
         attempts = cli("history", str(first), "--json").json()["attempts"]
         assert [a["outcome"] for a in attempts] == ["sent"]  # the held one was written back
         assert cli("history", str(rest), "--json").json()["attempts"] == []
@@ -116,8 +115,8 @@ def test_a_signal_during_a_delivery_ends_the_worker_after_that_tick(
     assert [r.path for r in http.requests] == ["/first", "/rest"]
 
 
-def test_a_bad_interval_exits_2(db_path: Path) -> None:
-    r = Cli(db_path, datetime.now(UTC))("worker", "--every", "often")
+def test_a_bad_interval_exits_2(db: Db) -> None:
+    r = Cli(db, datetime.now(UTC))("worker", "--every", "often")
     assert r.code == 2
     assert r.err.startswith("duequeue: error: --every: invalid duration")
 
