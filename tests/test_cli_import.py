@@ -172,48 +172,6 @@ def test_an_empty_file_imports_nothing(cli: Cli, tmp_path: Path) -> None:
     assert cli("import", str(f), "--json").json() == {"lines": 0, "imported": 0, "skipped": 0}
 
 
-def _run_import(db: Path, f: Path, stderr_on_a_terminal: bool) -> tuple[int, str, bytes]:
-    """Run the real CLI in a subprocess, its stderr a pseudo-terminal or a pipe."""
-    import os
-    import select
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(root), "TERM": "xterm", "COLUMNS": "80"}
-    args = [sys.executable, "-m", "duequeue", "--db", str(db), "import", str(f)]
-    if not stderr_on_a_terminal:
-        run = subprocess.run(args, capture_output=True, env=env, timeout=60)
-        return run.returncode, run.stdout.decode(), run.stderr
-    master, slave = os.openpty()
-    try:
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, env=env)
-        os.close(slave)
-        out, _ = proc.communicate(timeout=60)
-        seen = b""
-        while select.select([master], [], [], 0)[0]:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the terminal's other end is closed: everything was read
-                break
-            if not chunk:
-                break
-            seen += chunk
-    finally:
-        os.close(master)
-    return proc.returncode, out.decode(), seen
-
-
-def test_a_progress_bar_is_drawn_only_when_stderr_is_a_terminal(tmp_path: Path) -> None:
-    f = jsonl(tmp_path / "r.jsonl", *[{"at": "+1h", "webhook": [HOOK]} for _ in range(50)])
-    code, out, err = _run_import(tmp_path / "tty.db", f, stderr_on_a_terminal=True)
-    assert (code, out) == (0, "imported 50, skipped 0 existing keys\n")
-    assert b"checking" in err
-    assert b"writing" in err
-    code, out, err = _run_import(tmp_path / "pipe.db", f, stderr_on_a_terminal=False)
-    assert (code, out, err) == (0, "imported 50, skipped 0 existing keys\n", b"")
-
-
 def test_a_line_that_is_not_utf8_is_reported(cli: Cli, db: Db, tmp_path: Path) -> None:
     f = tmp_path / "latin1.jsonl"
     f.write_bytes(b'{"at": "+1h", "webhook": ["' + HOOK.encode() + b'"], "subject": "caf\xe9"}\n')

@@ -5,6 +5,7 @@ import pytest
 
 from duequeue.errors import StoreError
 from duequeue.store.base import Store
+from tests.paths import DATA
 from tests.pg import admin_connect, needs_psycopg
 
 
@@ -22,9 +23,7 @@ def test_it_marks_the_schema_with_its_version(pg_url: str) -> None:
 
 
 def test_it_upgrades_a_version_2_schema_to_the_same_tables_as_a_new_one(pg_url: str) -> None:
-    from pathlib import Path
-
-    old = Path(__file__).resolve().parent / "data" / "schema_postgres_v2.sql"  # as released
+    old = DATA / "schema_postgres_v2.sql"  # as released
 
     def shape() -> list[tuple[str, ...]]:
         with admin_connect(pg_url) as conn:
