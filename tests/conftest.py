@@ -1,4 +1,4 @@
-"""Shared fixtures: an isolated environment, a fresh database and a CLI runner."""
+"""Shared fixtures: an isolated environment and a fresh database on every store."""
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -27,4 +27,18 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "dq.db"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sqlite_only: run a test that asks for `db` on SQLite alone (tests/stores.py)"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that needs `db` once per store, ids `sqlite` and `postgres`."""
+    if "db" in metafunc.fixturenames:
+        kinds = stores_for(metafunc.definition.get_closest_marker("sqlite_only") is not None)
+        metafunc.parametrize("db", kinds, indirect=True)
+
+
 from tests.pg import pg_database, pg_url  # noqa: E402, F401 - PostgreSQL fixtures, see tests/pg.py
+from tests.stores import db, open_store, store, stores_for  # noqa: E402, F401 - see tests/stores.py

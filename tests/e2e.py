@@ -4,13 +4,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
 from duequeue.cli import app
+from tests.stores import Db
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
@@ -28,7 +28,7 @@ class Result:
 class Cli:
     """The duequeue CLI bound to one database, a settings environment and a movable clock."""
 
-    def __init__(self, db: Path, now: datetime, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, db: Db, now: datetime, env: Mapping[str, str] | None = None) -> None:
         self.env = {"DUEQUEUE_DB": str(db), **(env or {})}
         self.now = now
         self.runner = CliRunner()

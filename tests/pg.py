@@ -8,7 +8,6 @@ reachable server the PostgreSQL tests skip with the reason, unless DUEQUEUE_TEST
 import os
 import secrets
 from collections.abc import Iterator
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -81,23 +80,3 @@ def pg_url(pg_database: str) -> str:
         conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
         conn.execute("CREATE SCHEMA public")
     return pg_database
-
-
-def rerun_on_postgres(module: ModuleType, namespace: dict[str, Any], skip: set[str]) -> None:
-    """Copy a test module's tests and fixtures into `namespace`, to run again on PostgreSQL.
-
-    The copied tests get their `db_path` from the namespace's own fixture (a postgresql:// URL,
-    which the CLI takes wherever it takes a path). `skip` names tests that open the SQLite file
-    itself or assert what only SQLite has.
-    """
-    unknown = skip - set(dir(module))
-    assert not unknown, f"no such tests in {module.__name__}: {unknown}"
-    for name in dir(module):
-        obj = getattr(module, name)
-        is_fixture = hasattr(obj, "_fixture_function_marker") or hasattr(
-            obj, "_pytestfixturefunction"
-        )
-        if name == "db_path" or name in skip:
-            continue
-        if name.startswith("test_") or is_fixture:
-            namespace[name] = obj

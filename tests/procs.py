@@ -10,7 +10,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
+
 LIMIT_S = 30.0  # no test process may run longer than this
 
 

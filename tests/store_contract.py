@@ -1,6 +1,7 @@
-"""The store contract, written once and run against every store (see test_store_sqlite.py).
+"""The store contract, written once and run against every store (see test_store_contract.py).
 
-A backend's test class inherits StoreContract and provides a `store` fixture.
+A test class inherits StoreContract and OperatorContract and gets `store` (an open Store) and
+`open_store` (opens another on the same database) from tests/stores.py, once per store.
 """
 
 import threading
@@ -280,13 +281,13 @@ class StoreContract:
         assert store.list_view("dead", NOW) == []
 
     def test_concurrent_adds_of_one_key_land_once(
-        self, store: Store, open_another: Callable[[], Store]
+        self, store: Store, open_store: Callable[[], Store]
     ) -> None:
         results: list[tuple[int, bool]] = []
         errors: list[BaseException] = []
 
         def add() -> None:
-            other = open_another()
+            other = open_store()
             try:
                 results.append(other.add(reminder(key="same"), NOW))
             except BaseException as exc:  # surfaced below
@@ -304,7 +305,7 @@ class StoreContract:
         assert len({rid for rid, _ in results}) == 1
 
     def test_concurrent_claimers_on_separate_connections_split_the_rows(
-        self, store: Store, open_another: Callable[[], Store]
+        self, store: Store, open_store: Callable[[], Store]
     ) -> None:
         for i in range(200):
             store.add(reminder(NOW - i), NOW)
@@ -312,7 +313,7 @@ class StoreContract:
         lock = threading.Lock()
 
         def claim(owner: str) -> None:
-            other = open_another()
+            other = open_store()
             try:
                 mine: list[int] = []
                 while batch := other.claim_due(NOW, 7, 3, LEASE, owner):

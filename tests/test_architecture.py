@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
+
 PACKAGE = ROOT / "duequeue"
 MAP = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
 

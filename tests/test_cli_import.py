@@ -9,15 +9,15 @@ import pytest
 
 from duequeue.cli import app
 from tests.e2e import Cli
-from tests.test_cli import rows
+from tests.stores import Db, created, reminder_count
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 HOOK = "https://hooks.example.com/r"
 
 
 @pytest.fixture
-def cli(db_path: Path) -> Cli:
-    return Cli(db_path, T0)
+def cli(db: Db) -> Cli:
+    return Cli(db, T0)
 
 
 def jsonl(path: Path, *items: Any) -> Path:
@@ -112,7 +112,7 @@ BAD_LINES = [
 
 @pytest.mark.parametrize(("line", "message"), BAD_LINES)
 def test_a_bad_line_is_reported_by_number_and_nothing_is_written(
-    cli: Cli, db_path: Path, tmp_path: Path, line: str, message: str
+    cli: Cli, db: Db, tmp_path: Path, line: str, message: str
 ) -> None:
     good = {"at": "+1h", "webhook": [HOOK]}
     f = jsonl(tmp_path / "r.jsonl", good, good, line, good)
@@ -121,17 +121,15 @@ def test_a_bad_line_is_reported_by_number_and_nothing_is_written(
     assert r.out == ""
     assert r.err.startswith(f"duequeue: error: {message}")
     assert r.err.count("\n") == 1
-    assert rows(db_path) == 0
-    assert not db_path.exists()  # validated before the database is even opened
+    assert reminder_count(db) == 0
+    assert not created(db)  # validated before the database is even opened
 
 
-def test_a_bad_line_leaves_an_existing_database_unchanged(
-    cli: Cli, db_path: Path, tmp_path: Path
-) -> None:
+def test_a_bad_line_leaves_an_existing_database_unchanged(cli: Cli, db: Db, tmp_path: Path) -> None:
     cli.add("--at", "+1h", "--webhook", HOOK)
     f = jsonl(tmp_path / "r.jsonl", {"at": "+1h", "webhook": [HOOK]}, {"at": "soon"})
     assert cli("import", str(f)).code == 2
-    assert rows(db_path) == 1
+    assert reminder_count(db) == 1
 
 
 def test_a_bad_line_late_in_a_large_file_writes_nothing(cli: Cli, tmp_path: Path) -> None:
@@ -155,11 +153,11 @@ def test_a_large_file_is_imported_whole_and_a_key_repeated_chunks_later_is_skipp
     assert cli("stats", "--json").json()["reminders"]["pending"] == 25_000
 
 
-def test_import_reads_stdin(cli: Cli, db_path: Path) -> None:
+def test_import_reads_stdin(cli: Cli, db: Db) -> None:
     lines = "".join(json.dumps({"at": "+1h", "webhook": [HOOK], "key": k}) + "\n" for k in "ab")
     r = cli.runner.invoke(app, ["import", "-", "--json"], input=lines, env=cli.env)
     assert (r.exit_code, json.loads(r.stdout)) == (0, {"lines": 2, "imported": 2, "skipped": 0})
-    assert rows(db_path) == 2
+    assert reminder_count(db) == 2
 
 
 def test_a_missing_file_exits_2(cli: Cli, tmp_path: Path) -> None:
@@ -174,51 +172,9 @@ def test_an_empty_file_imports_nothing(cli: Cli, tmp_path: Path) -> None:
     assert cli("import", str(f), "--json").json() == {"lines": 0, "imported": 0, "skipped": 0}
 
 
-def _run_import(db: Path, f: Path, stderr_on_a_terminal: bool) -> tuple[int, str, bytes]:
-    """Run the real CLI in a subprocess, its stderr a pseudo-terminal or a pipe."""
-    import os
-    import select
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(root), "TERM": "xterm", "COLUMNS": "80"}
-    args = [sys.executable, "-m", "duequeue", "--db", str(db), "import", str(f)]
-    if not stderr_on_a_terminal:
-        run = subprocess.run(args, capture_output=True, env=env, timeout=60)
-        return run.returncode, run.stdout.decode(), run.stderr
-    master, slave = os.openpty()
-    try:
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, env=env)
-        os.close(slave)
-        out, _ = proc.communicate(timeout=60)
-        seen = b""
-        while select.select([master], [], [], 0)[0]:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the terminal's other end is closed: everything was read
-                break
-            if not chunk:
-                break
-            seen += chunk
-    finally:
-        os.close(master)
-    return proc.returncode, out.decode(), seen
-
-
-def test_a_progress_bar_is_drawn_only_when_stderr_is_a_terminal(tmp_path: Path) -> None:
-    f = jsonl(tmp_path / "r.jsonl", *[{"at": "+1h", "webhook": [HOOK]} for _ in range(50)])
-    code, out, err = _run_import(tmp_path / "tty.db", f, stderr_on_a_terminal=True)
-    assert (code, out) == (0, "imported 50, skipped 0 existing keys\n")
-    assert b"checking" in err
-    assert b"writing" in err
-    code, out, err = _run_import(tmp_path / "pipe.db", f, stderr_on_a_terminal=False)
-    assert (code, out, err) == (0, "imported 50, skipped 0 existing keys\n", b"")
-
-
-def test_a_line_that_is_not_utf8_is_reported(cli: Cli, db_path: Path, tmp_path: Path) -> None:
+def test_a_line_that_is_not_utf8_is_reported(cli: Cli, db: Db, tmp_path: Path) -> None:
     f = tmp_path / "latin1.jsonl"
     f.write_bytes(b'{"at": "+1h", "webhook": ["' + HOOK.encode() + b'"], "subject": "caf\xe9"}\n')
     r = cli("import", str(f))
     assert (r.code, r.err) == (2, "duequeue: error: line 1: not UTF-8 text\n")
-    assert rows(db_path) == 0
+    assert reminder_count(db) == 0

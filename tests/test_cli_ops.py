@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e import SECRET, Cli
 from tests.servers import HttpSink, Reply, SmtpSink, free_port
+from tests.stores import Db
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 HOOK = "https://hooks.example.com/r"
@@ -22,8 +23,8 @@ def http() -> Iterator[HttpSink]:
 
 
 @pytest.fixture
-def cli(db_path: Path) -> Cli:
-    return Cli(db_path, T0, {"DUEQUEUE_CHANNEL_TIMEOUT": "2"})
+def cli(db: Db) -> Cli:
+    return Cli(db, T0, {"DUEQUEUE_CHANNEL_TIMEOUT": "2"})
 
 
 def dead_hook(cli: Cli, http: HttpSink, path: str = "/gone", **kw: str) -> int:
@@ -313,6 +314,7 @@ def test_config_prints_effective_settings_with_secrets_masked(cli: Cli, tmp_path
 # -- doctor ---------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only  # it checks the SQLite journal mode
 def test_doctor_passes_against_a_real_smtp_server_and_sends_nothing(cli: Cli) -> None:
     cli.add("--at", "+1h", "--webhook", HOOK)  # the database exists
     with SmtpSink() as smtp:
@@ -349,6 +351,7 @@ def test_doctor_reports_a_closed_smtp_port_with_a_fix_and_exits_1(cli: Cli) -> N
     assert r.out.endswith("some checks found problems\n")
 
 
+@pytest.mark.sqlite_only  # a missing file; PostgreSQL has no such thing
 def test_doctor_reports_a_missing_database_without_creating_it(cli: Cli, db_path: Path) -> None:
     r = cli("doctor", "--json")
     assert r.code == 1
@@ -424,6 +427,7 @@ def test_help_lists_the_operator_commands(cli: Cli) -> None:
         assert command in out
 
 
+@pytest.mark.sqlite_only  # it scribbles over the SQLite file
 def test_doctor_reports_a_damaged_database(cli: Cli, db_path: Path, tmp_path: Path) -> None:
     import apsw
 

@@ -10,7 +10,6 @@ import typer
 from duequeue import __version__
 from duequeue.cli import app
 from tests.e2e import Cli
-from tests.procs import run_cli
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 COMMANDS = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
@@ -19,14 +18,6 @@ COMMANDS = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-def
 @pytest.fixture
 def cli(db_path: Path) -> Cli:
     return Cli(db_path, T0)
-
-
-def test_bare_duequeue_prints_help_on_stdout_and_exits_0(db_path: Path) -> None:
-    r = run_cli(db_path)
-    assert (r.returncode, r.stderr) == (0, "")
-    assert r.stdout.startswith("Usage: duequeue [OPTIONS] COMMAND")
-    assert "Commands:" in r.stdout
-    assert not db_path.exists()
 
 
 def test_it_prints_its_version(cli: Cli) -> None:
@@ -77,15 +68,6 @@ def test_a_usage_error_is_one_line_naming_the_flag_with_exit_2_and_writes_nothin
     assert r.err.startswith("duequeue: error: ")
     if line is not None:
         assert r.err == line
-    assert not db_path.exists()
-
-
-def test_a_usage_error_from_the_real_process_is_one_line(db_path: Path) -> None:
-    r = run_cli(db_path, "add", "--emial", "x@example.com")
-    assert r.returncode == 2
-    assert r.stderr.splitlines() == [
-        "duequeue: error: --emial: no such option (did you mean --email?); see duequeue add --help"
-    ]
     assert not db_path.exists()
 
 

@@ -5,14 +5,12 @@ dead letter stamped with the claim's `now` would seem to die before its last att
 """
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.policy import RetryPolicy
 from duequeue.store.base import NewTarget, Store
-from duequeue.store.sqlite import SQLiteStore
 from tests.servers import HttpSink, Reply
 from tests.store_contract import NOW, reminder
 
@@ -23,17 +21,6 @@ ATTEMPT_ENDS = NOW + 7_000  # the receiver took 7 s: the clock has moved on sinc
 def http() -> Iterator[HttpSink]:
     with HttpSink() as sink:
         yield sink
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Store]]:
-    if request.param == "sqlite":
-        yield lambda: SQLiteStore(tmp_path / "dq.db")
-        return
-    url = request.getfixturevalue("pg_url")
-    from duequeue.store.postgres import PostgresStore
-
-    yield lambda: PostgresStore(url)
 
 
 def _tick(store: Store, max_retries: int = 3) -> None:

@@ -9,8 +9,8 @@ import pytest
 import typer
 
 from duequeue.cli import app
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 # The command reference, the settings table and the exit codes live here.

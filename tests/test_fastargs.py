@@ -1,16 +1,8 @@
 """Cron's plain `tick` line skips typer's option machinery; anything else still goes to typer."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from duequeue.fastargs import TickArgs, tick_args
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(
@@ -49,31 +41,3 @@ def test_it_recognises_a_plain_tick(argv: list[str], expected: TickArgs) -> None
 )
 def test_it_leaves_everything_else_to_typer(argv: list[str]) -> None:
     assert tick_args(argv) is None
-
-
-def run(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DUEQUEUE_")}
-    env.update(PYTHONPATH=str(ROOT), DUEQUEUE_DB=str(db))
-    return subprocess.run(
-        [sys.executable, "-m", "duequeue", *args], env=env, capture_output=True, text=True
-    )
-
-
-def test_the_fast_tick_prints_what_the_typer_command_prints(db_path: Path) -> None:
-    fast = run("tick", "--json", db=db_path)
-    assert fast.returncode == 0, fast.stderr
-    assert json.loads(fast.stdout)["claimed"] == 0
-    text = run("tick", db=db_path)
-    assert text.stdout.startswith("tick: claimed 0: sent 0")
-    bad = run("tick", "--limit", "0", db=db_path)  # typer's own validation and exit code
-    assert bad.returncode == 2
-    assert "--limit" in bad.stderr
-
-
-def test_the_fast_tick_maps_errors_to_the_exit_code(tmp_path: Path) -> None:
-    not_a_db = tmp_path / "notes.txt"
-    not_a_db.write_text("hello" * 100)
-    r = run("tick", db=not_a_db)
-    assert r.returncode == 1
-    assert r.stderr.startswith("duequeue: error: ")
-    assert "not an SQLite database" in r.stderr

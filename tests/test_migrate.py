@@ -114,16 +114,16 @@ def test_migrate_refuses_a_database_that_is_not_empty_and_changes_nothing(
 
 
 @pytest.mark.parametrize(
-    ("db", "to", "flag"),
+    ("source", "to", "flag"),
     [
         ("postgresql://postgres@127.0.0.1/x", "postgresql://postgres@127.0.0.1/y", "--db"),
         (None, "/tmp/other.db", "--to"),
     ],
 )
 def test_migrate_goes_from_sqlite_to_postgresql_only(
-    db_path: Path, db: str | None, to: str, flag: str
+    db_path: Path, source: str | None, to: str, flag: str
 ) -> None:
-    run = _cli(db or db_path)("migrate", "--to", to)
+    run = _cli(source or db_path)("migrate", "--to", to)
     assert run.code == 2
     assert run.err.startswith(f"duequeue: error: {flag}: ")
 

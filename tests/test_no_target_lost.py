@@ -7,20 +7,20 @@ benchmarks/fault_cycles.py, which runs this at scale and prints the figures).
 """
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 from benchmarks.fault_audit import audit
 from benchmarks.fault_cycles import report, run
 from tests.e2e import SECRET, Cli
 from tests.servers import HttpSink, Reply
+from tests.stores import Db
 
 SEED = 1234
 CYCLES = 120  # fires; about 300 (target, fire) pairs and 400 attempts
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 
 
-def test_no_target_fire_is_lost_or_sent_twice_under_random_faults(db_path: Path) -> None:
-    outcome = run(str(db_path), CYCLES, SEED)
+def test_no_target_fire_is_lost_or_sent_twice_under_random_faults(db: Db) -> None:
+    outcome = run(str(db), CYCLES, SEED)
     t = outcome.tally
     text = report("store", outcome)
     assert t.problems == [], text
@@ -35,12 +35,12 @@ def test_no_target_fire_is_lost_or_sent_twice_under_random_faults(db_path: Path)
 
 
 def test_a_fire_refused_with_410_is_a_dead_letter_when_the_others_get_it_on_a_retry(
-    db_path: Path,
+    db: Db,
 ) -> None:
     with HttpSink() as http:
         http.respond("/gone", Reply(410))
         http.respond("/flaky", Reply(503), Reply(200))
-        cli = Cli(db_path, T0, {"DUEQUEUE_WEBHOOK_SECRET": SECRET})
+        cli = Cli(db, T0, {"DUEQUEUE_WEBHOOK_SECRET": SECRET})
         rid = cli.add(
             "--at", "now", "--webhook", http.url("/gone"), "--webhook", http.url("/flaky")
         )

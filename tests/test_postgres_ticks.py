@@ -24,10 +24,10 @@ from duequeue.errors import StoreError
 from duequeue.store.base import Claimed, NewReminder, NewTarget
 from duequeue.timefmt import to_ms
 from tests.e2e import SECRET, Cli
+from tests.paths import ROOT
 from tests.pg import SERVER_URL, admin_connect, needs_psycopg
 from tests.servers import HttpSink, Reply
 
-ROOT = Path(__file__).resolve().parent.parent
 NOW = 1_800_000_000_000
 MIN = 60_000
 

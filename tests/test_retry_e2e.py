@@ -1,15 +1,14 @@
 """Something failed: find it, fix it, retry it; end to end against a real HTTP server."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from duequeue.store.base import DeliveryRecord
-from duequeue.store.sqlite import SQLiteStore
+from duequeue.store.base import DeliveryRecord, Store
 from tests.e2e import SECRET, Cli, counts
 from tests.servers import HttpSink, Reply
+from tests.stores import Db
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 
@@ -21,8 +20,8 @@ def http() -> Iterator[HttpSink]:
 
 
 @pytest.fixture
-def cli(db_path: Path) -> Cli:
-    return Cli(db_path, T0, {"DUEQUEUE_WEBHOOK_SECRET": SECRET, "DUEQUEUE_CHANNEL_TIMEOUT": "2"})
+def cli(db: Db) -> Cli:
+    return Cli(db, T0, {"DUEQUEUE_WEBHOOK_SECRET": SECRET, "DUEQUEUE_CHANNEL_TIMEOUT": "2"})
 
 
 def fail_three_times(cli: Cli) -> None:
@@ -76,7 +75,7 @@ def test_a_dead_one_shot_is_fixed_retried_and_delivered_once(cli: Cli, http: Htt
 
 
 def test_a_target_that_already_has_the_fire_is_not_sent_again_after_retry(
-    cli: Cli, http: HttpSink, db_path: Path
+    cli: Cli, http: HttpSink, open_store: Callable[[], Store]
 ) -> None:
     http.respond("/a", Reply(503))
     http.respond("/b", Reply(503))
@@ -85,7 +84,7 @@ def test_a_target_that_already_has_the_fire_is_not_sent_again_after_retry(
     assert [r["id"] for r in cli.inspect("--dead")] == [rid]
     # The ledger holding `sent` for a target of a dead fire is not something a tick produces
     # today (that is a partial success), so write it directly: retry must honour it anyway.
-    store = SQLiteStore(db_path)
+    store = open_store()
     try:
         view = store.get(rid)
         assert view is not None

@@ -1,31 +1,18 @@
-"""The store contract on PostgreSQL, plus what only the server itself can show."""
-
-from collections.abc import Callable, Iterator
+"""What only the PostgreSQL server itself can show (the contract every store passes is in
+test_store_contract.py)."""
 
 import pytest
 
 from duequeue.errors import StoreError
 from duequeue.store.base import Store
+from tests.paths import DATA
 from tests.pg import admin_connect, needs_psycopg
-from tests.store_contract import OperatorContract, StoreContract
 
 
 def _open(url: str) -> Store:
     from duequeue.store.postgres import PostgresStore
 
     return PostgresStore(url)
-
-
-class TestPostgresStore(StoreContract, OperatorContract):
-    @pytest.fixture
-    def store(self, pg_url: str) -> Iterator[Store]:
-        s = _open(pg_url)
-        yield s
-        s.close()
-
-    @pytest.fixture
-    def open_another(self, pg_url: str) -> Callable[[], Store]:
-        return lambda: _open(pg_url)
 
 
 def test_it_marks_the_schema_with_its_version(pg_url: str) -> None:
@@ -36,9 +23,7 @@ def test_it_marks_the_schema_with_its_version(pg_url: str) -> None:
 
 
 def test_it_upgrades_a_version_2_schema_to_the_same_tables_as_a_new_one(pg_url: str) -> None:
-    from pathlib import Path
-
-    old = Path(__file__).resolve().parent / "data" / "schema_postgres_v2.sql"  # as released
+    old = DATA / "schema_postgres_v2.sql"  # as released
 
     def shape() -> list[tuple[str, ...]]:
         with admin_connect(pg_url) as conn:

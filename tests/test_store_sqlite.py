@@ -1,29 +1,16 @@
-"""The store contract on SQLite, plus what only the SQLite file itself can show."""
+"""What only the SQLite file itself can show (the contract every store passes is in
+test_store_contract.py)."""
 
 import os
 import stat
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
 import pytest
 
 from duequeue.errors import StoreError
-from duequeue.store.base import Store
 from duequeue.store.sqlite import SQLiteStore, schema_sql
-from tests.store_contract import OperatorContract, StoreContract
-
-
-class TestSQLiteStore(StoreContract, OperatorContract):
-    @pytest.fixture
-    def store(self, db_path: Path) -> Iterator[Store]:
-        s = SQLiteStore(db_path)
-        yield s
-        s.close()
-
-    @pytest.fixture
-    def open_another(self, db_path: Path) -> Callable[[], Store]:
-        return lambda: SQLiteStore(db_path)
+from tests.paths import DATA, ROOT
 
 
 def test_it_creates_the_database_owner_only_in_wal_mode(db_path: Path) -> None:
@@ -34,7 +21,7 @@ def test_it_creates_the_database_owner_only_in_wal_mode(db_path: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchall() == [(3,)]
 
 
-OLD_SCHEMA = Path(__file__).resolve().parent / "data" / "schema_v2.sql"  # as released
+OLD_SCHEMA = DATA / "schema_v2.sql"  # as released
 
 
 def test_it_upgrades_a_version_1_database_in_place(db_path: Path) -> None:
@@ -96,14 +83,14 @@ def test_health_reports_a_wrong_journal_mode_with_a_fix(db_path: Path) -> None:
 
 
 def test_the_packaged_schema_is_the_top_level_schema_sql() -> None:
-    top = Path(__file__).resolve().parent.parent / "schema.sql"
+    top = ROOT / "schema.sql"
     assert schema_sql() == top.read_text(encoding="utf-8")
 
 
 def test_the_packaged_postgres_schema_is_the_top_level_schema_postgres_sql() -> None:
     from importlib.resources import files
 
-    top = Path(__file__).resolve().parent.parent / "schema_postgres.sql"
+    top = ROOT / "schema_postgres.sql"
     packaged = files("duequeue").joinpath("schema_postgres.sql").read_text(encoding="utf-8")
     assert packaged == top.read_text(encoding="utf-8")
 

@@ -3,12 +3,12 @@
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from tests.e2e import SECRET, Cli, counts
 from tests.servers import HttpSink, Reply, SmtpSink
+from tests.stores import Db
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 NOTHING = {
@@ -35,9 +35,9 @@ def http() -> Iterator[HttpSink]:
 
 
 @pytest.fixture
-def cli(db_path: Path, smtp: SmtpSink) -> Cli:
+def cli(db: Db, smtp: SmtpSink) -> Cli:
     return Cli(
-        db_path,
+        db,
         T0,
         {
             "DUEQUEUE_SMTP_URL": smtp.url,

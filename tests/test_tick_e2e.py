@@ -1,15 +1,15 @@
 """End to end through the CLI: add, tick and inspect against a real SMTP and a real HTTP server."""
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from duequeue.store.sqlite import SQLiteStore
+from duequeue.store.base import Store
 from tests.e2e import SECRET, Cli, counts
 from tests.servers import HttpSink, Reply, SmtpSink
+from tests.stores import Db
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 NOTHING = {
@@ -36,9 +36,9 @@ def http() -> Iterator[HttpSink]:
 
 
 @pytest.fixture
-def cli(db_path: Path, smtp: SmtpSink) -> Cli:
+def cli(db: Db, smtp: SmtpSink) -> Cli:
     return Cli(
-        db_path,
+        db,
         T0,
         {
             "DUEQUEUE_SMTP_URL": smtp.url,
@@ -218,14 +218,14 @@ def test_a_hung_webhook_is_cut_at_its_timeout_while_the_email_goes_out(
 
 
 def test_a_row_with_its_email_sent_before_a_crash_gets_only_the_webhook(
-    cli: Cli, db_path: Path, smtp: SmtpSink, http: HttpSink
+    cli: Cli, open_store: Callable[[], Store], smtp: SmtpSink, http: HttpSink
 ) -> None:
     rid = cli.add("--at", "now", "--email", "ann@example.com", "--webhook", http.url("/r"))
     # A tick that sent the email, recorded it, and died before the webhook and the write-back.
     from duequeue.store.base import DeliveryRecord
     from duequeue.timefmt import to_ms
 
-    store = SQLiteStore(db_path)
+    store = open_store()
     (claim,) = store.claim_due(to_ms(T0), 10, 3, 60_000, "crashed-tick")
     email = next(t for t in claim.targets if t.channel == "email")
     store.record([DeliveryRecord(rid, email.id, claim.fire_at, "sent", None, 1, to_ms(T0))])
@@ -248,9 +248,9 @@ def test_a_tick_over_its_budget_releases_rows_it_did_not_start(cli: Cli, http: H
 
 
 def test_email_without_smtp_settings_is_a_recorded_failure_not_a_crash(
-    db_path: Path,
+    db: Db,
 ) -> None:
-    cli = Cli(db_path, T0)
+    cli = Cli(db, T0)
     rid = cli.add("--at", "now", "--email", "ann@example.com")
     assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "retried": 1}
     assert "DUEQUEUE_SMTP_URL" in cli.row(rid)["last_error"]

@@ -8,22 +8,21 @@ import subprocess
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
-from duequeue.worker import Ticked, Worker
 from tests.e2e import Cli
+from tests.paths import ROOT
 from tests.servers import HttpSink, Reply
+from tests.stores import Db
 
-ROOT = Path(__file__).resolve().parent.parent
 WAIT = 20.0  # seconds; generous for a loaded machine, never a race winner
 
 
 class Running:
     """A worker subprocess whose output lines are read on a thread, so waits can time out."""
 
-    def __init__(self, db: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, db: Db, *args: str, env: dict[str, str] | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DUEQUEUE_")} | (env or {})
         env["PYTHONPATH"] = str(ROOT)
         self.proc = subprocess.Popen(
@@ -62,8 +61,8 @@ class Running:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_the_worker_ticks_and_stops_cleanly_on_a_signal(db_path: Path, signum: int) -> None:
-    worker = Running(db_path, "--every", "1s")
+def test_the_worker_ticks_and_stops_cleanly_on_a_signal(db: Db, signum: int) -> None:
+    worker = Running(db, "--every", "1s")
     assert "worker: ticking every 1s" in worker.wait_for("worker:")
     line = worker.wait_for(" tick: ")
     assert "claimed 0" in line
@@ -71,10 +70,10 @@ def test_the_worker_ticks_and_stops_cleanly_on_a_signal(db_path: Path, signum: i
     worker.wait_for("worker: stopped by a signal")
 
 
-def test_the_worker_delivers_what_becomes_due(db_path: Path) -> None:
+def test_the_worker_delivers_what_becomes_due(db: Db) -> None:
     with HttpSink() as http:
-        rid = Cli(db_path, datetime.now(UTC)).add("--at", "now", "--webhook", http.url("/w"))
-        worker = Running(db_path, "--every", "1s")
+        rid = Cli(db, datetime.now(UTC)).add("--at", "now", "--webhook", http.url("/w"))
+        worker = Running(db, "--every", "1s")
         worker.wait_for("sent 1")
         (req,) = http.wait_for_requests(1)
         assert req.path == "/w"
@@ -83,18 +82,16 @@ def test_the_worker_delivers_what_becomes_due(db_path: Path) -> None:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_during_a_delivery_ends_the_worker_after_that_tick(
-    db_path: Path, signum: int
-) -> None:
+def test_a_signal_during_a_delivery_ends_the_worker_after_that_tick(db: Db, signum: int) -> None:
     with HttpSink() as http:
         http.respond("/first", Reply(hold=True))
         due = datetime.now(UTC) - timedelta(minutes=1)
-        first = Cli(db_path, due).add("--at", "now", "--webhook", http.url("/first"))
-        rest = Cli(db_path, due + timedelta(seconds=1)).add(
+        first = Cli(db, due).add("--at", "now", "--webhook", http.url("/first"))
+        rest = Cli(db, due + timedelta(seconds=1)).add(
             "--at", "now", "--webhook", http.url("/rest")
         )
         # One webhook at a time: /first is held in flight while /rest waits its turn.
-        worker = Running(db_path, "--every", "1s", env={"DUEQUEUE_CONCURRENCY": "1"})
+        worker = Running(db, "--every", "1s", env={"DUEQUEUE_CONCURRENCY": "1"})
         http.wait_for_requests(1)
         worker.proc.send_signal(signum)
         worker.wait_for(f"duequeue: {signal.Signals(signum).name}: stopping")
@@ -108,7 +105,7 @@ def test_a_signal_during_a_delivery_ends_the_worker_after_that_tick(
         assert line.endswith(f"stopped by {signal.Signals(signum).name}")
         assert not [x for x in worker.seen if " tick: " in x and x != line]
 
-        cli = Cli(db_path, datetime.now(UTC))
+        cli = Cli(db, datetime.now(UTC))
         attempts = cli("history", str(first), "--json").json()["attempts"]
         assert [a["outcome"] for a in attempts] == ["sent"]  # the held one was written back
         assert cli("history", str(rest), "--json").json()["attempts"] == []
@@ -116,65 +113,7 @@ def test_a_signal_during_a_delivery_ends_the_worker_after_that_tick(
     assert [r.path for r in http.requests] == ["/first", "/rest"]
 
 
-def test_a_bad_interval_exits_2(db_path: Path) -> None:
-    r = Cli(db_path, datetime.now(UTC))("worker", "--every", "often")
+def test_a_bad_interval_exits_2(db: Db) -> None:
+    r = Cli(db, datetime.now(UTC))("worker", "--every", "often")
     assert r.code == 2
     assert r.err.startswith("duequeue: error: --every: invalid duration")
-
-
-def test_a_signal_during_a_tick_lets_the_tick_finish_first() -> None:
-    log: list[str] = []
-    calls = 0
-
-    def tick() -> Ticked:
-        nonlocal calls
-        calls += 1
-        os.kill(os.getpid(), signal.SIGTERM)  # arrives in the middle of this tick
-        return Ticked("tick finished")
-
-    before = signal.getsignal(signal.SIGTERM)
-    Worker(60.0, tick, log.append).run()
-    assert calls == 1
-    assert log == ["tick finished", "worker: stopped by a signal"]
-    assert signal.getsignal(signal.SIGTERM) is before
-
-
-def test_a_signal_the_tick_caught_itself_ends_the_loop_after_that_tick() -> None:
-    log: list[str] = []
-    results = iter([Ticked("first"), Ticked("second, stopped", stopped_by="SIGTERM")])
-
-    def tick() -> Ticked:
-        # The tick's own handler (stopsignal.py) took the signal, so only the result tells.
-        return next(results)
-
-    Worker(0.0, tick, log.append).run()
-    assert log == ["first", "second, stopped", "worker: stopped by a signal"]
-
-
-def test_a_signal_between_ticks_ends_the_wait_at_once() -> None:
-    log: list[str] = []
-
-    def sleep(seconds: float) -> None:
-        assert seconds > 0
-        os.kill(os.getpid(), signal.SIGTERM)  # arrives while waiting for the next tick
-        raise AssertionError("the signal should have ended the wait")
-
-    Worker(60.0, lambda: Ticked("tick"), log.append, sleep=sleep).run()
-    assert log == ["tick", "worker: stopped by a signal"]
-
-
-def test_a_failing_tick_is_logged_and_the_loop_goes_on() -> None:
-    from duequeue.errors import StoreError
-
-    log: list[str] = []
-    results = iter([StoreError("database locked"), "tick ok"])
-
-    def tick() -> Ticked:
-        result = next(results)
-        if isinstance(result, Exception):
-            raise result
-        os.kill(os.getpid(), signal.SIGTERM)
-        return Ticked(result)
-
-    Worker(0.001, tick, log.append).run()
-    assert log == ["tick failed: database locked", "tick ok", "worker: stopped by a signal"]
