@@ -145,7 +145,7 @@ class Outcome:
 
 def run(db: str, cycles: int, seed: int) -> Outcome:
     """Run `cycles` fires through the CLI on `db` (a path or a postgresql:// URL); audit them."""
-    from tests.e2e import SECRET, Cli
+    from tests.clirunner import SECRET, Cli
     from tests.servers import HttpSink, SmtpSink
 
     started = time.perf_counter()

@@ -78,14 +78,17 @@ def reminder_count(db: Db) -> int:
     if is_sqlite(db):
         import apsw
 
-        conn = apsw.Connection(str(db))
+        lite = apsw.Connection(str(db))
         try:
-            return int(conn.execute("SELECT count(*) FROM reminders").fetchall()[0][0])
+            (count,) = lite.execute("SELECT count(*) FROM reminders").fetchall()[0]
         except apsw.SQLError:  # the file exists but holds no duequeue tables
             return 0
         finally:
-            conn.close()
+            lite.close()
+        assert isinstance(count, int)
+        return count
     from tests.pg import admin_connect
 
     with admin_connect(str(db)) as conn:
-        return int(conn.execute("SELECT count(*) FROM reminders").fetchall()[0][0])
+        (found,) = conn.execute("SELECT count(*) FROM reminders").fetchall()
+    return int(found[0])

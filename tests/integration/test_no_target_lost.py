@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from benchmarks.fault_audit import audit
 from benchmarks.fault_cycles import report, run
-from tests.e2e import SECRET, Cli
+from tests.clirunner import SECRET, Cli
 from tests.servers import HttpSink, Reply
 from tests.stores import Db
 

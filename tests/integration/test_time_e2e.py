@@ -10,7 +10,7 @@ import pytest
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.store.sqlite import SQLiteStore
 from duequeue.timefmt import iso, to_ms
-from tests.e2e import Cli
+from tests.clirunner import Cli
 from tests.servers import HttpSink
 
 NY_START = datetime(2027, 11, 6, 4, 0, tzinfo=UTC)  # 2027-11-06 00:00 EDT; fall back on the 7th

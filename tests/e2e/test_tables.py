@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from duequeue.table import render
-from tests.e2e import Cli
+from tests.clirunner import Cli
 from tests.procs import LIMIT_S, cli_args, cli_env, run_cli
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)

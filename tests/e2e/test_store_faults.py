@@ -16,7 +16,7 @@ from duequeue.errors import StoreError
 from duequeue.store.base import DeliveryRecord, NewReminder, NewTarget, WriteBack
 from duequeue.store.sqlite import SQLiteStore
 from duequeue.timefmt import to_ms
-from tests.e2e import Cli
+from tests.clirunner import Cli
 from tests.procs import run_cli
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)

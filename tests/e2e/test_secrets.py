@@ -15,7 +15,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.e2e import Cli
+from tests.clirunner import Cli
 from tests.procs import run_cli
 from tests.rawserver import RawServer
 from tests.servers import HttpSink, Reply, SmtpSink

@@ -9,7 +9,7 @@ import typer
 
 from duequeue import __version__
 from duequeue.cli import app
-from tests.e2e import Cli
+from tests.clirunner import Cli
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 COMMANDS = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]

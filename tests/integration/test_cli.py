@@ -6,7 +6,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.e2e import Cli
+from tests.clirunner import Cli
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 HOOK = "https://hooks.example.com/r"

@@ -23,7 +23,7 @@ from duequeue.engine.tick import TickOptions, tick
 from duequeue.errors import StoreError
 from duequeue.store.base import Claimed, NewReminder, NewTarget
 from duequeue.timefmt import to_ms
-from tests.e2e import SECRET, Cli
+from tests.clirunner import SECRET, Cli
 from tests.paths import ROOT
 from tests.pg import SERVER_URL, admin_connect, needs_psycopg
 from tests.servers import HttpSink, Reply

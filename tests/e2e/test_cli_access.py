@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import Cli
+from tests.clirunner import Cli
 from tests.procs import run_cli, run_cli_unprivileged
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)

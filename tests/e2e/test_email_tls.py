@@ -15,9 +15,9 @@ import pytest
 from duequeue.channels import smtpprobe
 from duequeue.channels.base import Outcome
 from tests.certs import TestCa
+from tests.integration.test_email_channel import run, to
 from tests.procs import run_cli
 from tests.servers import LOOPBACK, SmtpSink
-from tests.test_email_channel import run, to
 
 USER = "mailer@example.org"
 PASSWORD = "right-password"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import SECRET, Cli
+from tests.clirunner import SECRET, Cli
+from tests.integration.test_cli import rows
 from tests.procs import run_cli
 from tests.servers import HttpSink
-from tests.test_cli import rows
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 HOOK = "https://hooks.example.com/r"

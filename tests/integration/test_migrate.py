@@ -10,7 +10,7 @@ import pytest
 
 from duequeue.store.sqlite import SQLiteStore, schema_sql
 from duequeue.timefmt import to_ms
-from tests.e2e import SECRET, Cli
+from tests.clirunner import SECRET, Cli
 from tests.pg import admin_connect
 from tests.servers import HttpSink, Reply
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from duequeue.cli import app
-from tests.e2e import Cli
+from tests.clirunner import Cli
 from tests.stores import Db, created, reminder_count
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)

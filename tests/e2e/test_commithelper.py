@@ -31,7 +31,7 @@ from duequeue.store.sqlite import SQLiteStore
 from tests.procs import LIMIT_S, cli_args, cli_env, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply
 from tests.store_contract import NOW, advanced, reminder
-from tests.test_groupcommit import Counts, commit
+from tests.unit.test_groupcommit import Counts, commit
 
 ROWS = 300
 
@@ -476,7 +476,7 @@ def run_leased_out(db: Path, n: int) -> TickSummary:
 def test_ctrl_c_to_a_large_ticks_process_group_stops_the_tick_not_its_helper(
     db_path: Path, http: HttpSink
 ) -> None:
-    from tests.test_faults import Lines
+    from tests.e2e.test_faults import Lines
 
     n = 600
     http.respond("/r", *[Reply(200)] * 200, Reply(200, hold=True))
@@ -524,7 +524,7 @@ def test_ctrl_c_to_a_large_ticks_process_group_stops_the_tick_not_its_helper(
 def test_sigterm_stops_a_tick_whose_helper_is_stalled_with_both_pipes_full(
     db_path: Path, http: HttpSink
 ) -> None:
-    from tests.test_faults import Lines
+    from tests.e2e.test_faults import Lines
 
     # 4,000 outcomes arrive while the helper is stalled on the lock: some 140 KB of batches, more
     # than its pipe and read buffer hold, so a tick that waited on that pipe would stop sending

@@ -3,7 +3,7 @@
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-from tests.e2e import SECRET, Cli
+from tests.clirunner import SECRET, Cli
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e import SECRET, Cli
+from tests.clirunner import SECRET, Cli
 from tests.servers import HttpSink, Reply, SmtpSink, free_port
 from tests.stores import Db
 

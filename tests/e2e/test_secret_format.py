@@ -19,10 +19,10 @@ from standardwebhooks.webhooks import Webhook
 
 from duequeue.channels.signing import padding_missing, parse_secret, sign_with_key
 from duequeue.errors import ConfigError
-from tests.e2e import Cli
+from tests.clirunner import Cli
+from tests.integration.test_cli import rows
 from tests.procs import run_cli
 from tests.servers import HttpSink
-from tests.test_cli import rows
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 KEY = b"duequeue-secret-format-25"  # 25 bytes: base64 ends in "==" (and 24..64, as asked)

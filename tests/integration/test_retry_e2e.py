@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from duequeue.store.base import DeliveryRecord, Store
-from tests.e2e import SECRET, Cli, counts
+from tests.clirunner import SECRET, Cli, counts
 from tests.servers import HttpSink, Reply
 from tests.stores import Db
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import Cli
+from tests.clirunner import Cli
 from tests.procs import run_cli
 from tests.servers import SmtpSink
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.e2e import Cli
+from tests.clirunner import Cli
 from tests.paths import ROOT
 from tests.servers import HttpSink, Reply
 from tests.stores import Db
