@@ -244,7 +244,10 @@ def tick(
         typer.Option(
             metavar="N",
             min=1,
-            help="Most rows to take (default DUEQUEUE_TICK_LIMIT or 100).",
+            help=(
+                "Most rows one claim takes; the tick claims again while rows are due "
+                "(default DUEQUEUE_TICK_LIMIT or 100)."
+            ),
             show_default=False,
         ),
     ] = None,

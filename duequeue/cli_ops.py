@@ -313,7 +313,7 @@ def worker(
         typer.Option(
             metavar="N",
             min=1,
-            help="Most rows one tick takes (default DUEQUEUE_TICK_LIMIT).",
+            help="Most rows one claim takes (default DUEQUEUE_TICK_LIMIT).",
             show_default=False,
         ),
     ] = None,
