@@ -9,7 +9,7 @@ random: success, a transient fault (HTTP 500, 503/429 with Retry-After, a connec
 hang cut by DUEQUEUE_CHANNEL_TIMEOUT; SMTP 451, a dropped connection, a hang) or a permanent
 one (HTTP 400/404/422/410, SMTP 554 or 550). Ticks go on until every retry is exhausted; then
 `history --json` of every reminder and what the receivers saw are audited (fault_audit.py).
-A cycle is one fire. `tests/test_no_target_lost.py` runs the same at a small size.
+A cycle is one fire. `tests/integration/test_no_target_lost.py` runs the same at a small size.
 """
 
 import argparse
