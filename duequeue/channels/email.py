@@ -135,14 +135,19 @@ class EmailChannel:
         finally:
             self._watchdog.disarm()
 
-    def _expire(self) -> None:
+    def _expire(self) -> bool:
         # Runs on the timer thread. Shutting the socket down wakes the worker's blocked read or
         # write with an error; the attempt then fails as a timeout and the connection is dropped.
+        # False when there is no socket yet (the deadline passed while connect() was still
+        # making it): the watchdog then tries again shortly, or a server that drips its greeting
+        # would hold the attempt for ever.
         self._expired = True
         sock = getattr(self._active, "sock", None)
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        if sock is None:
+            return False
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        return True
 
     def _prepare(self, msg: Message, address: str, now: float) -> "_Prepared | Outcome":
         """Return the envelope and bytes of one email, or why it can never be sent."""
@@ -332,7 +337,7 @@ class _Watchdog:
     emails flow it sleeps a whole timeout, then re-checks the latest deadline).
     """
 
-    def __init__(self, on_expire: Callable[[], None]) -> None:
+    def __init__(self, on_expire: Callable[[], bool]) -> None:
         self._on_expire = on_expire
         self._cond = threading.Condition()
         self._deadline: float | None = None
@@ -378,8 +383,13 @@ class _Watchdog:
                     self._wake_at = self._deadline
                     self._cond.wait(left)
                     continue
-                self._deadline = None
-                self._on_expire()
+                if self._on_expire():
+                    self._deadline = None
+                else:
+                    self._deadline = time.monotonic() + _RETRY_CUT_S
+
+
+_RETRY_CUT_S = 0.05  # how soon the watchdog looks again for a socket it could not cut yet
 
 
 def _timed_out(exc: BaseException) -> bool:
