@@ -32,9 +32,9 @@ class Settings:
     tz: str = "UTC"
     busy_timeout: float = 5.0
     webhook_block_private: bool = False
-    # Claimed rows from which a tick commits through a helper process (commithelper.py); set it
-    # above tick_limit to keep every commit in the tick's own process.
-    commit_helper_rows: int = 5000
+    # Claimed rows after which a tick commits through a helper process (commithelper.py); set it
+    # high to keep every commit in the tick's own process.
+    commit_helper_rows: int = 1000
 
     @property
     def retry_policy(self) -> RetryPolicy:

@@ -125,6 +125,7 @@ class GroupCommit:
         self._busy: _Work | None = None  # the batch on the database thread
         self._returned: list[_Work] = []  # what a failed batch left uncommitted, in order
         self._helper = helper
+        self._joining: CommitHelper | None = None  # a helper to take over after the busy batch
         self._handed: deque[Batch] = deque()  # given to the helper, not confirmed yet
         self._seq = 0
         self._watching: asyncio.AbstractEventLoop | None = None  # loop watching for replies
@@ -144,6 +145,19 @@ class GroupCommit:
         """Queue a row's release; it commits after every outcome queued before it."""
         self._releases.append(reminder_id)
         self._queued()
+
+    def attach(self, helper: "CommitHelper") -> None:
+        """Hand later batches to `helper`, once the batch on the database thread is done (the
+        order of commits must not change); a group commit that failed keeps committing here."""
+        if self._helper is not None or self._error is not None:
+            helper.close()
+            return
+        self._joining = helper
+        self._join()
+
+    def _join(self) -> None:
+        if self._joining is not None and self._busy is None:
+            self._helper, self._joining = self._joining, None
 
     @property
     def failed(self) -> BaseException | None:
@@ -170,6 +184,10 @@ class GroupCommit:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._joining is not None and self._busy is not None:
+            self._joining.close()  # never took a batch: the rest is committed here
+            self._joining = None
+        self._join()
         if self._helper is not None and (self._records or self._writes or self._releases):
             self._hand_over(watch=False)
         self._stop_helper()
@@ -243,6 +261,7 @@ class GroupCommit:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._join()
         if self._helper is not None and self._hand_over(watch=True):
             return
         if self._busy is None:
@@ -276,9 +295,14 @@ class GroupCommit:
         if work.done < COMPLETE:
             self._returned.append(_leftover(work))
             self._error = work.error
+            if self._joining is not None:
+                self._joining.close()
+                self._joining = None
             return
         if resubmit and self._error is None:
-            self._submit()
+            self._join()  # a helper waiting for this batch to be done takes over now
+            if self._records or self._writes or self._releases:
+                self._auto_flush()
 
     # -- the helper -------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from duequeue.errors import DuequeueError, StoreError
+from duequeue.errors import DuequeueError, StoreBusyError, StoreError
 from duequeue.policy import Decision, RetryPolicy, Verdict, decide, retry_target
 from duequeue.store.base import Claimed, DeliveryRecord, NewTargetRetry, Store, Target, WriteBack
 from duequeue.timefmt import from_ms, to_ms
@@ -32,26 +32,26 @@ if TYPE_CHECKING:
 
     # Imported where rows are delivered: a tick with nothing due must not pay for them.
     from duequeue.channels.base import Outcome
-    from duequeue.engine.commithelper import CommitHelper
     from duequeue.engine.endpoints import EndpointSlots
     from duequeue.schedule.rules import Rule
 
 
 @dataclass(frozen=True, slots=True)
 class HelperOptions:
-    """How a tick's commit helper (commithelper.py) opens the tick's store, and from how many
+    """How a tick's commit helper (commithelper.py) opens the tick's store, and after how many
     claimed rows a tick starts one (DUEQUEUE_COMMIT_HELPER_ROWS).
 
-    Below that the tick commits in-process. The helper takes about 55 ms to start and 65 ms of
-    CPU, and its batches cost pickling; what it saves grows faster than the batch (a large
-    tick's commits get dearer per row). Measured here, in-process ticks with and without it:
-    about 0.03 s slower at 1,000 and 2,000 rows, even at 5,000, 0.03 s faster at 10,000 and
-    0.3-0.4 s faster at 20,000. A machine with one core never starts one (spare_core).
+    Until then the tick commits on its database thread. The helper takes about 55 ms to start
+    and 65 ms of CPU, and its batches cost pickling; what it saves grows with the rows (every
+    row committed on the thread costs the event loop GIL hand-overs). A tick that has claimed
+    1,000 rows is draining a backlog: a 20,000-row drain at --limit 100 took 3.7-4.7 s with the
+    helper from 1,000 rows, 4.0-4.8 s from 5,000. A machine with one core never starts one
+    (spare_core).
     """
 
     db: str  # open_store's arguments: a path or a postgresql:// URL, and the busy timeout
     busy_timeout_s: float = 5.0
-    min_rows: int = 5000
+    min_rows: int = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,14 +157,6 @@ def _tick(
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    helper = None
-    spec = options.commit_helper
-    if spec is not None and _backlog(store, now, options, claimed) >= spec.min_rows:
-        from duequeue.engine.commithelper import CommitHelper, spare_core
-
-        if spare_core():
-            # Started before the event loop: its start-up overlaps the tick's own.
-            helper = CommitHelper.start(spec.db, spec.busy_timeout_s)
     # Every store call from here on runs on this one thread, so no database wait (a lock held
     # by another writer, a slow disk) ever stalls a delivery or its timeout.
     db = ThreadPoolExecutor(1, thread_name_prefix="duequeue-db")
@@ -172,7 +164,7 @@ def _tick(
     # past that another tick may take the rows, so an outcome kept any longer is of no use.
     margin_ms = round((options.busy_timeout_s + 5) * 1000)
     retry_until = time.monotonic() + (now + options.lease_ms - margin_ms - clock()) / 1000
-    run = _Run(store, now, options, clock, owner, summary, helper, db, retry_until)
+    run = _Run(store, now, options, clock, owner, summary, db, retry_until)
     try:
         asyncio.run(run.deliver(claimed))
     except BaseException as exc:
@@ -194,11 +186,6 @@ def _tick(
     finally:
         db.shutdown(wait=True)
     return summary
-
-
-def _backlog(store: Store, now: int, options: TickOptions, claimed: Sequence[Claimed]) -> int:
-    """Return how many rows this tick is known to take: for now, the first claim."""
-    return len(claimed)
 
 
 class _Fire:
@@ -229,7 +216,6 @@ class _Run:
         clock: Callable[[], int],
         owner: str,
         summary: TickSummary,
-        helper: CommitHelper | None,
         db: ThreadPoolExecutor,
         retry_until: float,
     ) -> None:
@@ -250,7 +236,6 @@ class _Run:
             now,
             on_written=self._written,
             on_released=self._released,
-            helper=helper,
             db=db,
             retry_until=retry_until,
         )
@@ -264,6 +249,8 @@ class _Run:
         self.claiming = True  # more claims may come: idle workers wait instead of ending
         self.workers: list[asyncio.Task[None]] = []
         self.started: dict[str, int] = {}  # workers started per channel
+        self.helper_started = False
+        self.claimer: Store | None = None  # see _claim
 
     async def deliver(self, first: Sequence[Claimed]) -> None:
         import asyncio
@@ -299,6 +286,8 @@ class _Run:
                 finally:
                     self.claiming = False
                     self.wake.set()
+                    if self.claimer is not None:
+                        self.claimer.close()
                     # Every worker ends once its queue is empty: nothing is abandoned in flight.
                     await asyncio.gather(*self.workers)
         # Rows an unexpected error broke are handed back only now: released earlier, the next
@@ -312,12 +301,9 @@ class _Run:
         """Claim batch after batch while rows are due and the budget lasts.
 
         The next claim is made while the current batch is still being delivered (when fewer
-        than `low_water` targets wait to be sent), on the database thread, so deliveries never
-        wait for it and memory holds about two batches whatever the backlog.
+        than `low_water` targets wait to be sent), so deliveries never wait for it, and memory
+        holds a few batches whatever the backlog.
         """
-        import asyncio
-
-        o = self.options
         while last > 0:
             if self.pending >= self.low_water:
                 self.hungry.clear()
@@ -325,16 +311,7 @@ class _Run:
             if self.loop.time() >= self.deadline or self.commit.failed is not None:
                 return  # out of time, stopped, or the store stopped taking outcomes
             try:
-                batch = await asyncio.wrap_future(
-                    self.db.submit(
-                        self.store.claim_due,
-                        self.now,
-                        o.limit,
-                        o.policy.max_errors,
-                        o.lease_ms,
-                        self.owner,
-                    )
-                )
+                batch = await self._claim()
             except StoreError as exc:
                 # What is claimed still goes out and is written back; the rest waits for the
                 # next tick. Said in the summary, so the tick exits 1 and the operator hears.
@@ -342,6 +319,30 @@ class _Run:
                 return
             last = len(batch)
             await self._take(batch)
+
+    async def _claim(self) -> list[Claimed]:
+        """Claim the next batch without the event loop ever waiting on the database.
+
+        On SQLite the claim runs here, on a second connection that fails at once rather than
+        wait for another writer's lock (Store.claimer); a few quick tries later the database
+        thread takes it over, waiting as long as the busy timeout allows. Elsewhere (a claim
+        over the network always waits for its round trip) it runs on the database thread.
+        """
+        import asyncio
+
+        o = self.options
+        args = (self.now, o.limit, o.policy.max_errors, o.lease_ms, self.owner)
+        if self.claimer is None and self.summary.batches == 1:
+            self.claimer = self.store.claimer()
+        if self.claimer is not None:
+            pause = 0.001
+            while pause < 0.2:
+                try:
+                    return self.claimer.claim_due(*args)
+                except StoreBusyError:
+                    await asyncio.sleep(pause)
+                    pause *= 2
+        return await asyncio.wrap_future(self.db.submit(self.store.claim_due, *args))
 
     async def _take(self, rows: Sequence[Claimed]) -> None:
         """Queue a claimed batch's targets on their channels, opening channels and starting
@@ -352,6 +353,7 @@ class _Run:
         s.batches += bool(rows)
         s.claimed += len(rows)
         s.target_retries += sum(r.retry_id is not None for r in rows)
+        self._maybe_helper()
         for row in rows:
             self.open[row.unit] = row.id
         needs = {t.channel for r in rows for t in r.targets} - self.queues.keys()
@@ -380,6 +382,24 @@ class _Run:
                 self.workers.append(asyncio.create_task(self._work(queue, name)))
             self.started[name] = max(more, started)
         self.wake.set()
+
+    def _maybe_helper(self) -> None:
+        """Start a commit helper once this tick has claimed DUEQUEUE_COMMIT_HELPER_ROWS rows.
+
+        Committing on the database thread costs the event loop's thread GIL hand-overs on every
+        row of every batch; a second process commits without them, on the core the sink leaves
+        idle. Below that many rows its start-up (about 0.1 s of CPU) costs more than it saves.
+        """
+        spec = self.options.commit_helper
+        if self.helper_started or spec is None or self.summary.claimed < spec.min_rows:
+            return
+        self.helper_started = True
+        from duequeue.engine.commithelper import CommitHelper, spare_core
+
+        if spare_core():
+            helper = CommitHelper.start(spec.db, spec.busy_timeout_s)
+            if helper is not None:
+                self.commit.attach(helper)
 
     def _stop(self, sig: signal.Signals) -> None:
         # Graceful stop: nothing new starts (the budget check sees a deadline passed), what is

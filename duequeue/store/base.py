@@ -394,3 +394,10 @@ class Store(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the connection."""
+
+    def claimer(self) -> "Store | None":
+        """Return a second handle on this store whose `claim_due` never waits for a lock held by
+        another writer (it raises StoreBusyError at once instead), for a caller that must not
+        block; None when this store cannot claim without waiting (a claim over the network
+        always waits for its round trip). The caller closes it."""
+        return None

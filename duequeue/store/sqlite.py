@@ -124,6 +124,20 @@ class SQLiteStore(OperatorQueries, Store):
     def close(self) -> None:
         self._conn.close()
 
+    def claimer(self) -> "SQLiteStore | None":
+        # A claim of a batch is a millisecond of work on a local file: a draining tick makes it
+        # on its event loop's own thread, where it costs less than on the database thread (each
+        # row's step there hands the GIL back and forth: 200 claims of 100 rows took 2.5 s more
+        # than one of 20,000). With no busy timeout it never waits: a lock held elsewhere fails
+        # it at once and the tick tries again. It never checkpoints the WAL either (a checkpoint
+        # is the other connections' work), so a claim never stalls the loop on the disk.
+        try:
+            twin = SQLiteStore(self.path, busy_timeout_ms=0, create=False)
+        except StoreError:
+            return None
+        twin._conn.execute("PRAGMA wal_autocheckpoint = 0")
+        return twin
+
     # -- writes -----------------------------------------------------------------------------
 
     @guarded

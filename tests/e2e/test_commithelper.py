@@ -16,7 +16,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import apsw
@@ -574,4 +575,31 @@ def test_sigterm_stops_a_tick_whose_helper_is_stalled_with_both_pipes_full(
     assert summary["released"] == n - received
     assert sum(sent_per_row(db_path).values()) == received  # every answered send recorded once
     assert set(sent_per_row(db_path).values()) == {1}
+    assert helpers_running() == []
+
+
+class CountingStore(SQLiteStore):
+    """A real SQLite store that counts the outcomes the tick's own process commits."""
+
+    recorded = 0
+
+    def record(self, records: Sequence[DeliveryRecord]) -> None:
+        super().record(records)
+        self.recorded += len(records)
+
+
+def test_a_draining_tick_hands_its_commits_to_a_helper_once_it_has_claimed_enough(
+    db_path: Path, http: HttpSink
+) -> None:
+    store = CountingStore(db_path)
+    fill(store, http.url("/r"))
+    # Claims of 50: the helper starts once 100 rows are claimed, and the batches after that go
+    # to it, in order, behind the one the database thread was committing.
+    drain = replace(options(db_path, min_rows=100), limit=50)
+    summary = tick(store, NOW, drain, lambda: NOW)
+    assert (summary.claimed, summary.batches, summary.sent) == (ROWS, ROWS // 50, ROWS)
+    assert store.recorded < ROWS  # the helper committed the rest ...
+    assert sent_per_row(db_path) == collections.Counter(range(1, ROWS + 1))  # ... each once
+    assert set(webhook_ids(http).values()) == {1}
+    assert {v.state for v in store.list_view("all", NOW)} == {"done"}
     assert helpers_running() == []

@@ -182,3 +182,35 @@ def test_a_row_whose_send_was_not_recorded_stays_leased_until_its_lease_ends(
         assert len({r.headers["webhook-id"] for r in http.requests}) == 1
     finally:
         store.close()
+
+
+def test_a_draining_tick_claims_on_through_a_lock_held_elsewhere(
+    db_path: Path, store: SQLiteStore, http: HttpSink
+) -> None:
+    now = real_now()
+    rows = 200
+    ids = [add(store, http.url(f"/{i}"), at=now - 1000) for i in range(rows)]
+    held = threading.Event()
+
+    def hold_the_lock() -> None:
+        # From the first delivery on, another writer holds the database for a second: the
+        # tick's next claims find it locked (its claim connection does not wait; the database
+        # thread does, up to the busy timeout), and so do its commits.
+        http.wait_for_requests(1, timeout=LIMIT_S)
+        lock = apsw.Connection(str(db_path))
+        lock.execute("BEGIN IMMEDIATE")
+        held.set()
+        time.sleep(1.0)
+        lock.execute("ROLLBACK")
+        lock.close()
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    try:
+        summary = tick(store, now, TickOptions(limit=20), real_now)
+    finally:
+        holder.join()
+    assert held.is_set()
+    assert (summary.claimed, summary.batches, summary.sent) == (rows, rows // 20, rows)
+    assert all([o for _, o, _ in ledger(store, rid)] == ["sent"] for rid in ids)
+    assert len({r.headers["webhook-id"] for r in http.requests}) == len(http.requests) == rows
