@@ -147,9 +147,9 @@ def next_fires(store: Store, reminder_id: int, count: int) -> tuple[ReminderView
     return view, preview(view.rule_kind, view.rule, view.tz, view.dtstart, view.fire_at, count)
 
 
-def add(store: Store, req: AddRequest, default_tz: str, now: datetime) -> tuple[int, bool]:
-    """Validate and store a reminder; return (id, created). An existing key is not an error."""
-    reminder, _ = build_reminder(req, default_tz, now)
+def add(store: Store, reminder: NewReminder, now: datetime) -> tuple[int, bool]:
+    """Store a reminder build_reminder validated; return (id, created). An existing key is not
+    an error: nothing is written and the existing id comes back."""
     return store.add(reminder, to_ms(now))
 
 

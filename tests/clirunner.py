@@ -9,7 +9,7 @@ from typing import Any
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
-from duequeue.cli import app
+from duequeue.cli.app import app
 from tests.stores import Db
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

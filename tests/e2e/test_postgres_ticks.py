@@ -272,7 +272,7 @@ def test_the_cli_says_in_one_line_that_the_server_is_unreachable(tmp_path: Path)
 def test_the_sqlite_path_never_imports_psycopg(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from duequeue.cli import main\n"
+        "from duequeue.cli.entrypoint import main\n"
         f"sys.argv = ['duequeue', '--db', {str(tmp_path / 'dq.db')!r}, 'tick']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "assert 'psycopg' not in sys.modules, 'psycopg was imported'\n"

@@ -135,7 +135,7 @@ def install(tmp_path: Path) -> Install:
     # environment carries no PYTHONPATH.
     script.write_text(
         f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-        "from duequeue.entrypoint import main\nsys.exit(main())\n"
+        "from duequeue.cli.entrypoint import main\nsys.exit(main())\n"
     )
     script.chmod(0o755)
     return Install(tmp_path, places)

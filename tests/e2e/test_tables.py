@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from duequeue.table import render
+from duequeue.cli.table import render
 from tests.clirunner import Cli
 from tests.procs import LIMIT_S, cli_args, cli_env, run_cli
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from duequeue.cli import app
+from duequeue.cli.app import app
 from tests.clirunner import Cli
 from tests.stores import Db, created, reminder_count
 

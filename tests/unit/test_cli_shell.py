@@ -8,7 +8,7 @@ import pytest
 import typer
 
 from duequeue import __version__
-from duequeue.cli import app
+from duequeue.cli.app import app
 from tests.clirunner import Cli
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)

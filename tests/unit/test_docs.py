@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from duequeue.cli import app
+from duequeue.cli.app import app
 from tests.paths import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")

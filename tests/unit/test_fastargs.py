@@ -2,7 +2,7 @@
 
 import pytest
 
-from duequeue.fastargs import TickArgs, tick_args
+from duequeue.cli.fastargs import TickArgs, tick_args
 
 
 @pytest.mark.parametrize(

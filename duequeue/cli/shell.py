@@ -16,6 +16,8 @@ from typer._click.core import Context
 from typer._click.formatting import HelpFormatter
 from typer.core import TyperCommand, TyperGroup
 
+from duequeue.errors import DuequeueError
+
 PROG = "duequeue"
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,6 +71,15 @@ class Group(TyperGroup):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+    def invoke(self, ctx: Context) -> Any:
+        # The one place a command's DuequeueError becomes a line on stderr and an exit code.
+        try:
+            return super().invoke(ctx)
+        except DuequeueError as exc:
+            from duequeue.cli.context import report
+
+            raise typer.Exit(report(exc)) from exc
 
     def main(  # type: ignore[override]
         self,

@@ -65,7 +65,7 @@ def fires_text(tz: str, fires: Sequence[datetime]) -> str:
 
 def reminder_table(views: Sequence[ReminderView], width: int | None) -> str:
     """Return a plain-text table of reminders, fitted to `width` columns when given."""
-    from duequeue import table
+    from duequeue.cli import table
 
     columns = ("id", "subject", "targets", "rule", "state", "fire", "late", "errors", "last error")
     rows = []

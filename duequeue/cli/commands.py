@@ -1,66 +1,15 @@
-"""The duequeue command line: parse flags, call one service function, render the result.
+"""The everyday commands (add, tick, inspect, next, migrate) and the root options: parse flags,
+call one service function, render the result. Registered on the app in app.py; the clock is
+read through context.py, and a DuequeueError is left to the app to report."""
 
-Only this module reads the clock; everything below takes `now` as an argument.
-"""
-
-import functools
-from collections.abc import Callable
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated
 
 import typer
 
-from duequeue import cli_shell, entrypoint
-from duequeue.entrypoint import now as _now
-from duequeue.entrypoint import run_tick
-from duequeue.errors import DuequeueError
-
-app = cli_shell.Typer(
-    name="duequeue",
-    cls=cli_shell.Group,
-    help="Deliver reminders on time from cron: email and signed webhooks, never twice.",
-    invoke_without_command=True,  # bare `duequeue` prints help on stdout, exit 0 (_root)
-    context_settings={"help_option_names": ["-h", "--help"]},
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-P = ParamSpec("P")
-R = TypeVar("R")
+from duequeue.cli import context, shell
 
 
-def _errors_to_exit(fn: Callable[P, R]) -> Callable[P, R]:
-    """Map DuequeueError to one clean line on stderr and its exit code, in one place."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except DuequeueError as exc:
-            typer.echo(f"duequeue: error: {exc}", err=True)
-            raise typer.Exit(exc.exit_code) from exc
-
-    return wrapper
-
-
-def _settings(ctx: typer.Context, **flags: Any) -> Any:
-    from duequeue.config import load_settings
-
-    root = ctx.find_root().params
-    return load_settings({"db": root.get("db"), **flags}, config_file=root.get("config"))
-
-
-def _store(settings: Any, create: bool = False) -> Any:
-    """Open the database; only commands that add reminders create a missing one."""
-    from duequeue.store import open_store
-
-    # A read-only command on a mistyped path must fail, not leave an empty database behind
-    # (a cron `stats --prometheus` would publish its zeros).
-    return open_store(settings.db, settings.busy_timeout, create=create)
-
-
-@app.callback()
-def _root(
+def root(
     ctx: typer.Context,
     db: Annotated[
         str | None,
@@ -86,7 +35,7 @@ def _root(
         typer.Option(
             "--version",
             is_eager=True,
-            callback=cli_shell.print_version,
+            callback=shell.print_version,
             help="Print the version and exit.",
         ),
     ] = False,
@@ -97,8 +46,6 @@ def _root(
         raise typer.Exit(0)
 
 
-@app.command()
-@_errors_to_exit
 def add(
     ctx: typer.Context,
     at: Annotated[
@@ -192,7 +139,7 @@ def add(
     """
     from duequeue import service
 
-    settings = _settings(ctx)
+    settings = context.settings(ctx)
     req = service.AddRequest(
         at=at,
         tz=tz,
@@ -206,7 +153,7 @@ def add(
         key=key,
         misfire_grace=misfire_grace,
     )
-    now = _now()
+    now = context.now()
     reminder, _ = service.build_reminder(req, settings.tz, now)  # validate before opening the DB
     notes = service.add_notes(reminder, settings, now)
     if dry_run:
@@ -216,15 +163,13 @@ def add(
         fires = service.preview(
             reminder.rule_kind, reminder.rule, reminder.tz, reminder.dtstart, reminder.fire_at, 5
         )
-        from duequeue import output
+        from duequeue.cli import output
 
         typer.echo(output.fires_text(reminder.tz, fires))
         return
-    store = _store(settings, create=True)
+    store = context.open_store(settings, create=True)
     try:
-        from duequeue.timefmt import to_ms
-
-        rid, created = store.add(reminder, to_ms(now))
+        rid, created = service.add(store, reminder, now)
     finally:
         store.close()
     if not created:
@@ -235,8 +180,6 @@ def add(
     typer.echo(str(rid))
 
 
-@app.command()
-@_errors_to_exit
 def tick(
     ctx: typer.Context,
     limit: Annotated[
@@ -255,11 +198,9 @@ def tick(
 ) -> None:
     """Deliver due reminders once; run from cron every minute. Prints one summary line."""
     root = ctx.find_root().params
-    run_tick(root.get("db"), root.get("config"), limit, as_json)
+    context.run_tick(root.get("db"), root.get("config"), limit, as_json)
 
 
-@app.command()
-@_errors_to_exit
 def inspect(
     ctx: typer.Context,
     dead: Annotated[bool, typer.Option("--dead", help="Dead-lettered fires (default).")] = False,
@@ -305,20 +246,20 @@ def inspect(
     if len(chosen) > 1:
         raise BadInputError("inspect: choose one of --dead, --due, --pending, --all")
     view = chosen[0] if chosen else "dead"
-    settings = _settings(ctx)
-    store = _store(settings)
+    settings = context.settings(ctx)
+    store = context.open_store(settings)
     try:
         views = service.inspect(
             store,
             view,  # type: ignore[arg-type]
-            _now(),
+            context.now(),
             limit,
             subject_like=subject_like,
             target_like=target_like,
         )
     finally:
         store.close()
-    from duequeue import output
+    from duequeue.cli import output
 
     if as_json:
         import json
@@ -327,13 +268,11 @@ def inspect(
     elif not views:
         typer.echo("no reminders" if view == "all" else f"no {view} reminders")
     else:
-        from duequeue.table import terminal_width
+        from duequeue.cli.table import terminal_width
 
         typer.echo(output.reminder_table(views, terminal_width()))
 
 
-@app.command("next")
-@_errors_to_exit
 def next_(
     ctx: typer.Context,
     reminder_id: Annotated[int, typer.Argument(metavar="ID", help="The reminder's id.")],
@@ -345,10 +284,11 @@ def next_(
     """Print a reminder's next fire times, in its zone and in UTC."""
     import json
 
-    from duequeue import output, service
+    from duequeue import service
+    from duequeue.cli import output
 
-    settings = _settings(ctx)
-    store = _store(settings)
+    settings = context.settings(ctx)
+    store = context.open_store(settings)
     try:
         view, fires = service.next_fires(store, reminder_id, count)
     finally:
@@ -371,8 +311,6 @@ def next_(
         typer.echo(output.fires_text(view.tz, fires))
 
 
-@app.command()
-@_errors_to_exit
 def migrate(
     ctx: typer.Context,
     to: Annotated[
@@ -389,24 +327,10 @@ def migrate(
     from duequeue import service
     from duequeue.store import safe_url
 
-    settings = _settings(ctx)
+    settings = context.settings(ctx)
     copied = service.migrate(settings.db, to)
     typer.echo(
         f"migrated {copied.reminders} reminders, {copied.targets} targets, "
         f"{copied.deliveries} deliveries, {copied.dead_letters} dead letters, "
         f"{copied.target_retries} target retries from {settings.db} to {safe_url(to)}"
     )
-
-
-# The operator's commands (import, history, retry, cancel, stats, prune, doctor, worker,
-# config) live in their own module and register themselves on `app`.
-from duequeue import cli_ops  # noqa: E402, F401
-
-
-def main() -> None:
-    """Run the CLI; the console script enters at entrypoint.main, which may skip typer."""
-    entrypoint.main()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

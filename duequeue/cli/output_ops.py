@@ -2,8 +2,8 @@
 
 from typing import Any
 
+from duequeue.cli.output import reminder_json
 from duequeue.ops import History
-from duequeue.output import reminder_json
 from duequeue.timefmt import iso
 
 
@@ -54,7 +54,7 @@ def _target(h: History, target_id: int) -> dict[str, str] | None:
 
 def history_text(h: History, width: int | None) -> str:
     """Return `history` as a heading and plain-text tables, fitted to `width` when given."""
-    from duequeue import table
+    from duequeue.cli import table
 
     r = h.reminder
     parts = [f"reminder {r.id} {r.subject!r}: {r.state}, next fire {iso(r.next_fire_at) or '-'}"]

@@ -1,7 +1,6 @@
-"""The operator's commands, on the same typer app as add/tick/inspect: flags, one call, output.
-
-Only the CLI reads the clock: every function below gets `now` from here.
-"""
+"""The operator's commands (import, history, retry, enable, cancel, stats, prune, doctor,
+worker, config): flags, one call, output. Registered on the app in app.py; the clock is read
+through context.py, and a DuequeueError is left to the app to report."""
 
 import json
 import sys
@@ -12,8 +11,7 @@ from typing import IO, Annotated, Any
 
 import typer
 
-from duequeue.cli import _errors_to_exit, _settings, _store, app
-from duequeue.entrypoint import now as _now
+from duequeue.cli import context
 from duequeue.errors import BadInputError
 from duequeue.store.base import Change, Store
 from duequeue.timefmt import iso, to_ms
@@ -28,8 +26,6 @@ def _echo_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2))
 
 
-@app.command("import")
-@_errors_to_exit
 def import_(
     ctx: typer.Context,
     file: Annotated[
@@ -41,8 +37,8 @@ def import_(
     """Add reminders from JSON Lines, all or nothing; existing keys are skipped."""
     from duequeue import importer
 
-    settings = _settings(ctx)
-    now = _now()
+    settings = context.settings(ctx)
+    now = context.now()
     with importer.gc_paused():
         if file == "-":
             result = _import(sys.stdin.buffer, None, settings, now)
@@ -67,7 +63,7 @@ def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
         # Validated before the database is opened: a bad line writes nothing, creates nothing.
         # The spool is read back a chunk at a time, inside the one transaction.
         with spool:
-            store = _store(settings, create=True)
+            store = context.open_store(settings, create=True)
             try:
                 return ops.import_reminders(store, spool, now)
             finally:
@@ -85,18 +81,17 @@ def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
         return write(spool)
 
 
-@app.command()
-@_errors_to_exit
 def history(
     ctx: typer.Context,
     reminder_id: Annotated[int, typer.Argument(metavar="ID", help="The reminder id.")],
     as_json: JSON = False,
 ) -> None:
     """Show every delivery attempt of a reminder, and its dead letters."""
-    from duequeue import ops, output_ops
+    from duequeue import ops
+    from duequeue.cli import output_ops
 
-    settings = _settings(ctx)
-    store = _store(settings)
+    settings = context.settings(ctx)
+    store = context.open_store(settings)
     try:
         found = ops.history(store, reminder_id)
     finally:
@@ -104,13 +99,11 @@ def history(
     if as_json:
         _echo_json(output_ops.history_json(found))
     else:
-        from duequeue.table import terminal_width
+        from duequeue.cli.table import terminal_width
 
         typer.echo(output_ops.history_text(found, terminal_width()))
 
 
-@app.command()
-@_errors_to_exit
 def retry(
     ctx: typer.Context,
     ids: IDS = None,
@@ -124,17 +117,15 @@ def retry(
 
     if bool(ids) == all_dead:
         raise BadInputError("retry: give reminder ids or --all-dead, not both or neither")
-    settings = _settings(ctx)
-    store = _store(settings)
+    settings = context.settings(ctx)
+    store = context.open_store(settings)
     try:
-        changes = ops.retry(store, ids or [], all_dead, _now())
+        changes = ops.retry(store, ids or [], all_dead, context.now())
     finally:
         store.close()
     _changes(changes, "retried", as_json)
 
 
-@app.command()
-@_errors_to_exit
 def cancel(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
     """Cancel reminders so they never fire again (inspect --all still lists them)."""
     from duequeue import ops
@@ -142,8 +133,6 @@ def cancel(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
     _change_by_ids(ctx, ids, ops.cancel, "cancelled", as_json)
 
 
-@app.command()
-@_errors_to_exit
 def enable(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
     """Switch back on the targets disabled after their endpoint answered 410 Gone."""
     from duequeue import ops
@@ -160,9 +149,9 @@ def _change_by_ids(
 ) -> None:
     if not ids:
         raise BadInputError("ID: give at least one reminder id")
-    store = _store(_settings(ctx))
+    store = context.open_store(context.settings(ctx))
     try:
-        changes = change(store, ids, _now())
+        changes = change(store, ids, context.now())
     finally:
         store.close()
     _changes(changes, verb, as_json)
@@ -191,8 +180,6 @@ def _changes(changes: list[Change], verb: str, as_json: bool) -> None:
     typer.echo(f"{verb} {len(done)}, skipped {len(skipped)}")
 
 
-@app.command()
-@_errors_to_exit
 def stats(
     ctx: typer.Context,
     as_json: JSON = False,
@@ -210,9 +197,9 @@ def stats(
     """Count reminders by state, due rows and recent deliveries."""
     from duequeue import metrics, ops
 
-    settings = _settings(ctx)
-    now = _now()
-    store = _store(settings)
+    settings = context.settings(ctx)
+    now = context.now()
+    store = context.open_store(settings)
     try:
         figures = ops.stats(store, now)
     finally:
@@ -225,8 +212,6 @@ def stats(
         typer.echo("\n".join(metrics.stats_lines(figures, to_ms(now))))
 
 
-@app.command()
-@_errors_to_exit
 def prune(
     ctx: typer.Context,
     older_than: Annotated[
@@ -247,9 +232,9 @@ def prune(
     from duequeue.timefmt import parse_duration
 
     age = parse_duration(older_than, "--older-than")
-    settings = _settings(ctx)
-    now = _now()
-    store = _store(settings)
+    settings = context.settings(ctx)
+    now = context.now()
+    store = context.open_store(settings)
     try:
         counts = ops.prune(store, age, now, dry_run)
     finally:
@@ -273,15 +258,13 @@ def prune(
     )
 
 
-@app.command()
-@_errors_to_exit
 def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
     """Check the database, SMTP (and email targets without it), the webhook secret and the
     zone data; exit 1 on a problem."""
     from duequeue import doctor as checks
     from duequeue.store import open_store
 
-    found = checks.run(lambda: _settings(ctx), lambda db: open_store(db, create=False))
+    found = checks.run(lambda: context.settings(ctx), lambda db: open_store(db, create=False))
     ok = all(c.ok for c in found)
     if as_json:
         _echo_json(
@@ -301,8 +284,6 @@ def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
     raise typer.Exit(0 if ok else 1)
 
 
-@app.command()
-@_errors_to_exit
 def worker(
     ctx: typer.Context,
     every: Annotated[
@@ -320,21 +301,20 @@ def worker(
 ) -> None:
     """Tick every INTERVAL in the foreground until SIGTERM or SIGINT (for systemd)."""
     from duequeue import service
-    from duequeue.entrypoint import clock_ms as _clock_ms
     from duequeue.timefmt import parse_duration
     from duequeue.worker import Ticked, Worker
 
     interval = parse_duration(every, "--every").total_seconds()
-    settings = _settings(ctx)
+    settings = context.settings(ctx)
     # A database that cannot open stops the worker now, with exit 1; like `tick`, the worker
     # creates a missing one (cron or systemd may start before the first `add`).
-    _store(settings, create=True).close()
+    context.open_store(settings, create=True).close()
 
     def one_tick() -> Ticked:
-        now = _now()
-        store = _store(settings, create=True)
+        now = context.now()
+        store = context.open_store(settings, create=True)
         try:
-            summary = service.run_tick(store, settings, now, _clock_ms, limit)
+            summary = service.run_tick(store, settings, now, context.clock_ms, limit)
         finally:
             store.close()
         return Ticked(f"{iso(to_ms(now))} tick: {summary.line()}", summary.stopped_by)
@@ -349,8 +329,6 @@ def worker(
     Worker(interval, one_tick, log).run()
 
 
-@app.command()
-@_errors_to_exit
 def config(ctx: typer.Context, as_json: JSON = False) -> None:
     """Print the effective settings, secrets masked: the file read, each value's source and
     the tz data in use."""

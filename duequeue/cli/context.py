@@ -1,17 +1,22 @@
-"""The console entry point, and the body of `tick` that needs no CLI framework.
+"""What every command shares, light enough for cron's plain `tick` (no typer here): the clock,
+the settings and store a command opens, and the body of `tick`.
 
-Cron runs `duequeue tick` every minute and almost every time nothing is due, so that line must
-cost little more than starting Python: when argv is exactly a plain tick (fastargs.py), it runs
-here without importing typer at all (typer and the operator commands cost more than the tick).
-Every other invocation goes through the typer app in cli.py, whose `tick` command calls the
-same `run_tick` below. Only the CLI reads the clock: `now` and `clock_ms` live here for both.
+Only the CLI reads the clock: `now` and `clock_ms` are the one place; everything below takes
+`now` as an argument.
 """
 
 import sys
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from duequeue.errors import DuequeueError
+
+if TYPE_CHECKING:
+    import typer
+
+    from duequeue.config import Settings
+    from duequeue.store.base import Store
 
 
 def now() -> datetime:
@@ -61,19 +66,26 @@ def run_tick(db: str | None, config: str | None, limit: int | None, as_json: boo
         die_by(summary.stopped_by)  # everything is written back; now end as the signal asks
 
 
-def main() -> None:
-    """Run the CLI (the console script entry point)."""
-    degrade_unencodable_output()
-    from duequeue.fastargs import tick_args
+def settings(ctx: "typer.Context", **flags: Any) -> "Settings":
+    """Return the effective settings: a command's `flags`, then the root command's --db and
+    --config, then DUEQUEUE_*, the config file and the defaults."""
+    from duequeue.config import load_settings
 
-    args = tick_args(sys.argv[1:])
-    if args is None:
-        from duequeue.cli import app
+    root = ctx.find_root().params
+    return load_settings({"db": root.get("db"), **flags}, config_file=root.get("config"))
 
-        app()
-        return
-    try:
-        run_tick(args.db, args.config, args.limit, args.as_json)
-    except DuequeueError as exc:
-        print(f"duequeue: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+
+def report(exc: DuequeueError) -> int:
+    """Say what went wrong in one line on stderr; return the exit code (the one mapping of
+    DuequeueError to the command line, for typer's commands and cron's plain `tick` alike)."""
+    print(f"duequeue: error: {exc}", file=sys.stderr)
+    return exc.exit_code
+
+
+def open_store(settings: "Settings", create: bool = False) -> "Store":
+    """Open the database; only commands that add reminders create a missing one."""
+    from duequeue.store import open_store as open_
+
+    # A read-only command on a mistyped path must fail, not leave an empty database behind
+    # (a cron `stats --prometheus` would publish its zeros).
+    return open_(settings.db, settings.busy_timeout, create=create)
