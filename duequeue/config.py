@@ -289,16 +289,8 @@ def masked(settings: Settings) -> dict[str, Any]:
         if f.name == "webhook_secret" and value:
             value = "whsec_****"
         elif f.name in ("smtp_url", "db") and value:
-            value = _mask_url(value)  # a postgresql:// URL may carry a password too
+            from duequeue import redact
+
+            value = redact.url(value)  # a postgresql:// URL may carry a password too
         out[f.name] = value
     return out
-
-
-def _mask_url(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(":" + parts.password + "@", ":****@", 1)
-    return parts._replace(netloc=netloc).geturl()

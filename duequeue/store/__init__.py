@@ -1,7 +1,6 @@
 """Stores: where reminders, targets and the delivery ledger live."""
 
 from types import ModuleType
-from urllib.parse import parse_qsl, urlsplit
 
 from duequeue.errors import StoreError
 from duequeue.store.base import Store
@@ -14,17 +13,9 @@ def is_postgres_url(db: str) -> bool:
 
 def safe_url(url: str) -> str:
     """Return a --db value fit to print: a PostgreSQL URL with its password masked."""
-    if not is_postgres_url(url):
-        return url  # a file path, shown as given
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = user.split(":", 1)[0] + ":****@" + host
-    query = "&".join(
-        f"{k}={'****' if k == 'password' else v}" for k, v in parse_qsl(parts.query, True)
-    )
-    return parts._replace(netloc=netloc, query=query).geturl()
+    from duequeue import redact
+
+    return redact.url(url)
 
 
 def postgres_module() -> ModuleType:
