@@ -46,3 +46,14 @@ class Message:
 def delivery_id(reminder_id: int, fire_at_ms: int, target_id: int) -> str:
     """Return the stable id of one (reminder, fire, target) delivery."""
     return f"dq_{reminder_id}_{fire_at_ms}_{target_id}"
+
+
+def causes(exc: BaseException) -> list[BaseException]:
+    """Return `exc` and what caused it, outermost first (a library's wrapper around the error
+    that tells what happened: a timeout, a refused connection)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain

@@ -18,7 +18,7 @@ from email.utils import format_datetime, parseaddr
 from typing import NamedTuple
 
 from duequeue.channels import smtpconnect
-from duequeue.channels.base import SENT, Message, Outcome
+from duequeue.channels.base import SENT, Message, Outcome, causes
 from duequeue.channels.smtpurl import parse_smtp_url
 from duequeue.timefmt import iso, to_ms
 
@@ -394,14 +394,7 @@ _RETRY_CUT_S = 0.05  # how soon the watchdog looks again for a socket it could n
 
 def _timed_out(exc: BaseException) -> bool:
     # smtplib wraps a read timeout into SMTPServerDisconnected; the cause chain keeps it.
-    current: BaseException | None = exc
-    for _ in range(10):
-        if current is None:
-            return False
-        if isinstance(current, TimeoutError):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    return any(isinstance(e, TimeoutError) for e in causes(exc))
 
 
 def _text(reply: bytes | str) -> str:

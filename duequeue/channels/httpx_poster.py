@@ -9,12 +9,12 @@ from typing import Any
 
 import httpx
 
+from duequeue.channels.base import causes
 from duequeue.channels.netguard import BlockedAddressError
 from duequeue.channels.posting import (
     RETRY_AFTER_STATUSES,
     Posted,
     PostFailed,
-    causes,
     describe,
     timed_out,
 )

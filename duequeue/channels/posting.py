@@ -10,6 +10,8 @@ import socket
 import ssl
 from typing import Literal, NamedTuple, Protocol
 
+from duequeue.channels.base import causes
+
 
 class Posted(NamedTuple):
     """A response: its status, the first bytes of its body, and Retry-After when it matters."""
@@ -74,16 +76,6 @@ def describe(exc: BaseException, timeout: float, *, connected: bool = True) -> s
     if any(isinstance(c, ConnectionResetError) for c in chain):
         return "connection reset by peer"
     return None
-
-
-def causes(exc: BaseException) -> list[BaseException]:
-    """Return `exc` and what caused it, outermost first."""
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
 
 
 def last_message(chain: list[BaseException]) -> str:
