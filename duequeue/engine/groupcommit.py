@@ -118,7 +118,8 @@ class GroupCommit:
         self._releases: list[int] = []
         self._timer: asyncio.TimerHandle | None = None
         self._error: BaseException | None = None
-        self._own_db = db is None
+        # The tick passes its database thread, which its claims share; a group commit used on
+        # its own (tests) gets one of its own, which ends with the interpreter.
         self._db = db or ThreadPoolExecutor(1, thread_name_prefix="duequeue-db")
         self._retry_until = retry_until
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -210,11 +211,6 @@ class GroupCommit:
             assert work.error is not None
             raise work.error
         self._error = None
-
-    def close(self) -> None:
-        """Stop the database thread if this group commit started it."""
-        if self._own_db:
-            self._db.shutdown(wait=True)
 
     def _commit(self, work: _Work) -> None:
         """Commit `work` as far as it goes, in order, trying a busy database again; never
