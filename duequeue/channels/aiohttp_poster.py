@@ -1,21 +1,91 @@
-"""The default webhook poster: aiohttp's connection pool, called directly.
+"""The webhook channel's HTTP client: aiohttp's connection pool, called directly.
 
-Why not through httpx: httpx's own transport posts about 400/s here, and httpx's Request and
-Response objects in front of aiohttp's pool still cost about a tenth of a 20,000-row tick's CPU
-(BENCHMARKS.md has the A/B figures). So the hot path is aiohttp alone: its C HTTP parser, one
-timeout per attempt (connect to last body byte read) and no cookie jar, redirects or
-decompression. httpx remains for the private-address guard (httpx_poster.py).
+One POST, its status and a capped body; a failed attempt is `PostFailed` with a short, human
+message, which the channel redacts and records. Why aiohttp alone and not through httpx:
+httpx's own transport posts about 400/s here, and httpx's Request and Response objects in front
+of aiohttp's pool still cost about a tenth of a 20,000-row tick's CPU (BENCHMARKS.md has the
+A/B figures). So the hot path is aiohttp's C HTTP parser, one timeout per attempt (connect to
+last body byte read) and no cookie jar, redirects or decompression. The private-address guard
+(DUEQUEUE_WEBHOOK_BLOCK_PRIVATE, netguard.py) sits in the same connector.
 """
 
 import contextvars
 import functools
+import socket
 import ssl
 from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 import aiohttp
 import yarl
+from aiohttp.abc import AbstractResolver
 
-from duequeue.channels.posting import RETRY_AFTER_STATUSES, Posted, PostFailed, describe
+from duequeue.channels.base import causes
+from duequeue.channels.netguard import BlockedAddressError, Guard
+
+
+class Posted(NamedTuple):
+    """A response: its status, the first bytes of its body, and Retry-After when it matters."""
+
+    status: int
+    head: bytes
+    retry_after: str | None
+
+
+class PostFailed(Exception):
+    """No usable response: `status` says whether retrying can help."""
+
+    def __init__(self, status: Literal["failed", "permanent"], message: str) -> None:
+        super().__init__(message)
+        self.status: Literal["failed", "permanent"] = status  # failed = transient
+        self.message = message
+
+
+# 429 and 503 are where a server says when to come back; elsewhere Retry-After is not read.
+RETRY_AFTER_STATUSES = frozenset({429, 503})
+
+
+def timed_out(timeout: float, *, connected: bool) -> str:
+    """Return the error of an attempt cut at `timeout`, by whether it had a connection.
+
+    Without one, nothing of the request left this host: the receiver cannot have the event.
+    With one, the request may have arrived and been acted on, so a retry may repeat it (the
+    stable webhook-id lets the receiver drop that copy).
+    """
+    if connected:
+        return f"response timeout after {timeout:g}s (delivery unknown)"
+    return f"connect timeout after {timeout:g}s (nothing sent)"
+
+
+def describe(exc: BaseException, timeout: float, *, connected: bool = True) -> str | None:
+    """Return what a network failure means for an operator, from its exception chain.
+
+    `connected`: whether the attempt had its connection when it failed (see timed_out). None
+    when nothing in the chain is recognised; the poster then describes it itself.
+    """
+    if isinstance(exc, TimeoutError):
+        return timed_out(timeout, connected=connected)
+    chain = causes(exc)
+    if any(isinstance(c, ConnectionRefusedError) for c in chain):
+        return "connection refused"
+    if any(isinstance(c, socket.gaierror) for c in chain):
+        return f"DNS lookup failed: {last_message(chain)}"
+    if any(isinstance(c, ssl.SSLError | ssl.CertificateError) for c in chain):
+        return f"TLS error: {last_message(chain)}"
+    if any(isinstance(c, ConnectionResetError) for c in chain):
+        return "connection reset by peer"
+    return None
+
+
+def last_message(chain: list[BaseException]) -> str:
+    """Return the innermost non-empty message of a chain, on one line."""
+    # The innermost exception usually says what happened; wrappers repeat or generalise it.
+    for exc in reversed(chain):
+        text = str(exc)
+        if text:
+            return " ".join(text.split())
+    return type(chain[0]).__name__
+
 
 # Whether the current attempt got its connection: set False before each POST, True by the
 # connector once it hands one over (a new one, TLS included, or one from the pool). A timeout
@@ -25,7 +95,19 @@ _CONNECTED: contextvars.ContextVar[bool] = contextvars.ContextVar("connected", d
 
 
 class _Connector(aiohttp.TCPConnector):
-    """aiohttp's pool, noting when an attempt has its connection (see _CONNECTED)."""
+    """aiohttp's pool, noting when an attempt has its connection (see _CONNECTED), and with
+    DUEQUEUE_WEBHOOK_BLOCK_PRIVATE, checking the host before and the peer after connecting."""
+
+    def __init__(
+        self, *, guard: Guard | None, resolver: AbstractResolver | None, limit: int
+    ) -> None:
+        # The guard's resolver drops blocked addresses of a host name before any connect.
+        if guard is not None:
+            resolver = guard.resolver(resolver)
+        # No limit_per_host: the tick bounds each endpoint itself (endpoints.py), before the
+        # attempt's timer starts; a wait inside the connector would run down that timer.
+        super().__init__(limit=limit, limit_per_host=0, resolver=resolver)
+        self._guard = guard
 
     async def connect(
         self,
@@ -33,7 +115,12 @@ class _Connector(aiohttp.TCPConnector):
         traces: list[aiohttp.tracing.Trace],
         timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.connector.Connection:
+        guard = self._guard
+        if guard is not None:
+            guard.check_host(req.url.host)
         connection = await super().connect(req, traces, timeout)
+        if guard is not None:
+            guard.check_peer(connection)
         _CONNECTED.set(True)
         return connection
 
@@ -48,6 +135,8 @@ class AiohttpPoster:
         max_connections: int,
         max_response_bytes: int,
         ssl_context: Callable[[], ssl.SSLContext],
+        guard: Guard | None = None,
+        resolver: Callable[[], AbstractResolver] | None = None,
     ) -> None:
         # A callable: loading the CA bundle costs tens of milliseconds, which a tick posting
         # only to http:// URLs should not pay.
@@ -55,12 +144,13 @@ class AiohttpPoster:
         self._timeout = timeout
         self._max_connections = max_connections
         self._max_bytes = max_response_bytes
+        self._guard = guard
+        self._resolver = resolver  # aiohttp's default when None; tests give one
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
-        # No limit_per_host: the tick bounds each endpoint itself (endpoints.py), before the
-        # attempt's timer starts; a wait inside the connector would run down that timer.
-        connector = _Connector(limit=self._max_connections, limit_per_host=0)
+        resolver = self._resolver() if self._resolver is not None else None
+        connector = _Connector(guard=self._guard, resolver=resolver, limit=self._max_connections)
         self._session = aiohttp.ClientSession(
             connector=connector,
             cookie_jar=aiohttp.DummyCookieJar(),
@@ -104,6 +194,9 @@ class AiohttpPoster:
                     response.close()  # a body left unread is not drained: the connection closes
         except aiohttp.InvalidURL as exc:
             raise PostFailed("permanent", f"invalid webhook URL: {exc}") from exc
+        except BlockedAddressError as exc:
+            # Nothing was sent; the same host will be refused again.
+            raise PostFailed("permanent", str(exc)) from exc
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             if status is not None and 200 <= status < 300:
                 # The receiver accepted the event; only its response body went wrong.

@@ -1,18 +1,28 @@
-"""Refuse webhooks to internal addresses (DUEQUEUE_WEBHOOK_BLOCK_PRIVATE).
+"""DUEQUEUE_WEBHOOK_BLOCK_PRIVATE: keep webhooks off loopback, private and metadata addresses.
 
-Where reminders come from less trusted users, a webhook URL is a way to make the server send
-requests into its own network (server-side request forgery): to localhost admin ports, the LAN,
-or a cloud metadata service. Checking the URL's host name is not enough, because a name can
-resolve to a public address when checked and to an internal one when connected (DNS rebinding).
-So the check runs on the socket itself: after TCP connect, before a byte of the request is sent,
-the peer address is classified and a blocked one closes the connection.
+For deployments where webhook URLs come from less trusted users (server-side request forgery).
+The guard sits in the one delivery stack, aiohttp's connector (aiohttp_poster.py), and checks
+an address at three points, so a blocked host gets nothing, not even a TCP handshake (whose
+"connection refused" or not would tell a prober which internal ports are open):
+
+- a host name's addresses pass through `GuardedResolver`: blocked ones are dropped, so a name
+  with a public and a private address connects to the public one, and a name with only
+  blocked addresses is refused;
+- an IP-literal host, which aiohttp never resolves, is judged before connecting
+  (`Guard.check_host`);
+- the peer of the connection actually made is judged before a byte of the request is written
+  (`Guard.check_peer`): defence in depth, should an address ever reach the socket another way.
+
+The session never uses a proxy (aiohttp reads proxy variables only with trust_env=True), so the
+peer is always the receiver itself.
 """
 
 import ipaddress
-from typing import Any
+import socket
+from collections.abc import Callable
 
-import httpcore
-import httpx
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -26,10 +36,15 @@ _NAMED_NETWORKS: tuple[tuple[str, str], ...] = (
 )
 _NETWORKS = tuple((ipaddress.ip_network(net), reason) for net, reason in _NAMED_NETWORKS)
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_SETTING = "refused by DUEQUEUE_WEBHOOK_BLOCK_PRIVATE"
 
 
 class BlockedAddressError(Exception):
-    """A webhook connected to an address DUEQUEUE_WEBHOOK_BLOCK_PRIVATE refuses."""
+    """A webhook host is (or resolved to) an address DUEQUEUE_WEBHOOK_BLOCK_PRIVATE refuses.
+
+    Not an OSError: aiohttp would wrap one as a DNS or connection failure, which is retried;
+    a refusal is permanent.
+    """
 
 
 def blocked_reason(address: str | IPAddress) -> str | None:
@@ -62,64 +77,67 @@ def blocked_reason(address: str | IPAddress) -> str | None:
     return None
 
 
-class _GuardedBackend(httpcore.AsyncNetworkBackend):
-    """Connect as usual, then refuse the connection if its peer is a blocked address."""
+def _parse(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0])  # drop an IPv6 zone id
+    except ValueError:
+        return None
 
-    def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
+
+class Guard:
+    """The checks of one webhook channel; `reason` judges an address (blocked_reason)."""
+
+    def __init__(self, reason: Callable[[IPAddress], str | None] = blocked_reason) -> None:
+        self._reason = reason
+
+    def resolver(self, inner: AbstractResolver | None = None) -> "GuardedResolver":
+        """Return a resolver for aiohttp's connector: `inner` (aiohttp's default resolver
+        unless given) minus the blocked addresses."""
+        return GuardedResolver(self, inner or aiohttp.DefaultResolver())
+
+    def refusal(self, host: str) -> str | None:
+        """Return the refusal of a resolved address or IP literal, None if it may be used."""
+        ip = _parse(host)
+        if ip is None:
+            return f"{host or 'an unknown address'}, which cannot be judged; {_SETTING}"
+        reason = self._reason(ip)
+        return None if reason is None else f"{ip}, {reason}; {_SETTING}"
+
+    def check_host(self, host: str | None) -> None:
+        """Refuse an IP-literal URL host that is blocked; a name is left to the resolver."""
+        if host is None or _parse(host) is None:
+            return
+        refusal = self.refusal(host)
+        if refusal is not None:
+            raise BlockedAddressError(f"webhook host is {refusal}")
+
+    def check_peer(self, connection: aiohttp.connector.Connection) -> None:
+        """Refuse (and close) a connection whose peer is blocked, before the request goes out."""
+        transport = connection.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        host = peer[0] if isinstance(peer, tuple) and peer and isinstance(peer[0], str) else ""
+        refusal = self.refusal(host)
+        if refusal is not None:
+            connection.close()
+            raise BlockedAddressError(f"webhook connected to {refusal}")
+
+
+class GuardedResolver(AbstractResolver):
+    """aiohttp's default resolver, minus the addresses the guard blocks."""
+
+    def __init__(self, guard: Guard, inner: AbstractResolver) -> None:
+        self._guard = guard
         self._inner = inner
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Any = None,
-    ) -> httpcore.AsyncNetworkStream:
-        stream = await self._inner.connect_tcp(
-            host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
-        )
-        peer = stream.get_extra_info("server_addr")
-        try:
-            ip = ipaddress.ip_address(peer[0].split("%", 1)[0])  # drop an IPv6 zone id
-        except (TypeError, IndexError, ValueError):
-            await stream.aclose()
-            raise BlockedAddressError(
-                "cannot tell which address the webhook connected to; refused by "
-                "DUEQUEUE_WEBHOOK_BLOCK_PRIVATE"
-            ) from None
-        reason = blocked_reason(ip)
-        if reason is not None:
-            await stream.aclose()
-            raise BlockedAddressError(
-                f"webhook host resolved to {ip}, {reason}; refused by "
-                "DUEQUEUE_WEBHOOK_BLOCK_PRIVATE"
-            )
-        return stream
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        allowed = [r for r in results if self._guard.refusal(r["host"]) is None]
+        if not allowed:
+            refusal = self._guard.refusal(results[0]["host"]) if results else None
+            raise BlockedAddressError(f"webhook host resolved to {refusal or 'no address'}")
+        return allowed
 
-    async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Any = None
-    ) -> httpcore.AsyncNetworkStream:
-        raise BlockedAddressError("unix sockets are refused by DUEQUEUE_WEBHOOK_BLOCK_PRIVATE")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-class GuardedTransport(httpx.AsyncHTTPTransport):
-    """An httpx transport whose every connection passes the peer-address check.
-
-    It never uses a proxy (a proxy's own address would be the one checked), and it swaps the
-    connection pool httpx builds for one with the guarded network backend; the pool's other
-    settings are httpx's.
-    """
-
-    def __init__(self, *, verify: Any, limits: httpx.Limits) -> None:
-        super().__init__(verify=verify, limits=limits, trust_env=False)
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=verify,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_GuardedBackend(httpcore.AnyIOBackend()),
-        )
+    async def close(self) -> None:
+        await self._inner.close()

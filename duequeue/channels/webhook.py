@@ -12,14 +12,14 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 from duequeue import __version__
+from duequeue.channels.aiohttp_poster import AiohttpPoster, PostFailed
 from duequeue.channels.base import SENT, Message, Outcome
-from duequeue.channels.posting import Poster, PostFailed
+from duequeue.channels.netguard import Guard
 from duequeue.channels.signing import parse_secret, sign_with_key
 from duequeue.timefmt import iso, to_ms
 
 if TYPE_CHECKING:
-    # Imported where used: the default path (aiohttp_poster.py) never loads httpx.
-    import httpx
+    from aiohttp.abc import AbstractResolver
 
 _SNIPPET_CHARS = 200
 # 408, 425 and 429 are the 4xx a server uses to say "not now"; every other 4xx will repeat.
@@ -79,61 +79,37 @@ class WebhookChannel:
         clock: Callable[[], float] = time.time,
         max_connections: int = 100,
         max_response_bytes: int = 65536,
-        transport: "httpx.AsyncBaseTransport | None" = None,
         block_private: bool = False,
+        guard: Guard | None = None,
+        resolver: "Callable[[], AbstractResolver] | None" = None,
     ) -> None:
         self._key = parse_secret(secret) if secret is not None else None
         self._timeout = timeout
         self._clock = clock
         self._max_connections = max_connections
         self._max_response_bytes = max_response_bytes
-        self._transport = transport
-        self._block_private = block_private
-        self._poster: Poster | None = None
-        self._owned = False  # whether __aexit__ closes the poster (it opened it)
+        self._guard = guard or (Guard() if block_private else None)
+        self._resolver = resolver
+        self._poster: AiohttpPoster | None = None
         self._slots: asyncio.Semaphore | None = None
 
     async def __aenter__(self) -> "WebhookChannel":
         """Open the HTTP connection pool."""
         self._slots = asyncio.Semaphore(self._max_connections)
-        if self._transport is None and not self._block_private:
-            from duequeue.channels.aiohttp_poster import AiohttpPoster
-
-            # aiohttp's pool, called directly: the fast path (see aiohttp_poster.py).
-            self._poster = AiohttpPoster(
-                timeout=self._timeout,
-                max_connections=self._max_connections,
-                max_response_bytes=self._max_response_bytes,
-                ssl_context=_tls_context,
-            )
-            self._owned = True
-        else:
-            from duequeue.channels.httpx_poster import HttpxPoster
-
-            transport = self._transport
-            if transport is None:
-                import httpx
-
-                from duequeue.channels.netguard import GuardedTransport
-
-                # The address check sits in httpcore's connect step, so the block takes httpx's
-                # own (slower) pool: safety first where webhook URLs come from less trusted users.
-                limits = httpx.Limits(
-                    max_connections=self._max_connections,
-                    max_keepalive_connections=self._max_connections,
-                )
-                transport = GuardedTransport(verify=_tls_context(), limits=limits)
-                self._owned = True
-            self._poster = HttpxPoster(
-                transport, timeout=self._timeout, max_response_bytes=self._max_response_bytes
-            )
+        self._poster = AiohttpPoster(
+            timeout=self._timeout,
+            max_connections=self._max_connections,
+            max_response_bytes=self._max_response_bytes,
+            ssl_context=_tls_context,
+            guard=self._guard,
+            resolver=self._resolver,
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        """Close the connection pool if this channel opened it."""
+        """Close the connection pool."""
         poster, self._poster, self._slots = self._poster, None, None
-        if poster is not None and self._owned:
-            self._owned = False
+        if poster is not None:
             await poster.aclose()
 
     async def send(self, msg: Message, url: str) -> Outcome:
@@ -181,7 +157,8 @@ _HEADERS = {
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     # Loading the CA bundle costs tens of milliseconds; every channel of the process shares it.
-    # httpx's context (certifi, or SSL_CERT_FILE / SSL_CERT_DIR): the same trust on both paths.
+    # httpx builds it (certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR); nothing is sent
+    # through httpx, and it is imported only for an https:// webhook.
     import httpx
 
     return httpx.create_ssl_context()
