@@ -1,4 +1,4 @@
--- duequeue schema, version 3 (SQLite). The single source of truth: applied on first use of a
+-- duequeue schema, version 4 (SQLite). The single source of truth: applied on first use of a
 -- database and shipped inside the wheel. Every time is INTEGER unix milliseconds UTC.
 
 -- 'dque': marks the file as ours, so a foreign SQLite database is refused instead of altered.
@@ -38,10 +38,11 @@ CREATE INDEX reminders_dead ON reminders (dead_at) WHERE dead_at IS NOT NULL;
 CREATE TABLE targets (
     id          INTEGER PRIMARY KEY,
     reminder_id INTEGER NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
-    channel     TEXT NOT NULL CHECK (channel IN ('email', 'webhook')),
+    channel     TEXT NOT NULL CHECK (channel IN ('email', 'webhook', 'notify')),  -- notify: version 4
     address     TEXT NOT NULL,
     disabled_at INTEGER,                   -- version 3: its endpoint answered 410 Gone; skipped
     disabled_reason TEXT,
+    secret      TEXT,                     -- version 4: a webhook's own signing secret(s)
     UNIQUE (reminder_id, channel, address)
 );
 
@@ -94,5 +95,7 @@ CREATE TABLE target_retries (
 CREATE INDEX target_retries_due ON target_retries (next_try_at, id);
 CREATE INDEX target_retries_reminder ON target_retries (reminder_id, fire_at);
 CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT NULL;
+-- Version 4: `doctor` finds the notify targets without reading the others.
+CREATE INDEX targets_notify ON targets (address) WHERE channel = 'notify';
 
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;

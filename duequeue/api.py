@@ -70,6 +70,8 @@ class Queue:
         cron: str | None = None,
         emails: Iterable[str] = (),
         webhooks: Iterable[str] = (),
+        notify: Iterable[str] = (),
+        webhook_secret: str | Iterable[str] | None = None,
         subject: str = "Reminder",
         body: str = "",
         data: Any = None,
@@ -79,7 +81,9 @@ class Queue:
         """Schedule a reminder as `duequeue add` does; return its id.
 
         `at`: an aware datetime, or any text `--at` takes (ISO 8601, `+15m`, `now`, a local time
-        read in `tz`). `data`: any JSON value, sent in the webhook payload. With a `key` that
+        read in `tz`). `data`: any JSON value, sent in the webhook payload. `notify`: Apprise
+        URLs (the `notify` extra). `webhook_secret`: one secret (or several space-separated,
+        for rotation) for every webhook, or a list with one per webhook. With a `key` that
         exists already nothing is added and the existing reminder's id is returned.
         """
         if isinstance(at, datetime):
@@ -100,6 +104,14 @@ class Queue:
             cron=cron,
             emails=_strings("emails", emails),
             webhooks=_strings("webhooks", webhooks),
+            notifies=_strings("notify", notify),
+            webhook_secrets=(
+                ()
+                if webhook_secret is None
+                else (webhook_secret,)
+                if isinstance(webhook_secret, str)
+                else _strings("webhook_secret", webhook_secret)
+            ),
             subject=subject,
             body=body,
             data=data_text,

@@ -32,6 +32,8 @@ class Settings:
     tz: str = "UTC"
     busy_timeout: float = 5.0
     webhook_block_private: bool = False
+    # Whether notify targets get the reminder's `data` (as JSON under the body); webhooks always do.
+    notify_data: bool = False
     # Claimed rows after which a tick commits through a helper process (commithelper.py); set it
     # high to keep every commit in the tick's own process.
     commit_helper_rows: int = 1000
@@ -219,9 +221,9 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
     # a tick leases rows it then could not deliver.
     # (Imported here, when set: hashlib and urllib cost a tick with nothing due measurably.)
     if settings.webhook_secret is not None:
-        from duequeue.channels.signing import parse_secret
+        from duequeue.channels.signing import parse_secrets
 
-        parse_secret(settings.webhook_secret)
+        parse_secrets(settings.webhook_secret)
     if settings.smtp_url is not None:
         from duequeue.channels.smtpurl import parse_smtp_url
 

@@ -34,6 +34,7 @@ def run(load: Callable[[], Any], open_store: Callable[[str], Any]) -> list[Check
     checks.extend(database_checks(settings.db, open_store))
     checks.extend(smtp_checks(settings))
     checks.extend(email_targets_check(settings, open_store))
+    checks.extend(notify_checks(settings, open_store))
     checks.append(secret_check(settings.webhook_secret))
     checks.extend(zone_checks(settings.tz))
     return checks
@@ -160,17 +161,69 @@ def email_targets_check(settings: Any, open_store: Callable[[str], Any]) -> list
     ]
 
 
+# Distinct notify URLs doctor reads and checks: enough to find every scheme in use.
+_NOTIFY_SAMPLE = 1000
+
+
+def notify_checks(settings: Any, open_store: Callable[[str], Any]) -> list[Check]:
+    """Check that notify targets can go out: the extra is installed and Apprise knows them."""
+    try:
+        store = open_store(settings.db)
+    except DuequeueError:
+        return []  # database_checks reports it
+    try:
+        urls = store.notify_addresses(_NOTIFY_SAMPLE)
+    except DuequeueError:
+        return []  # database_checks reports it
+    finally:
+        store.close()
+    if not urls:
+        return []
+    from duequeue.channels import notify
+
+    try:
+        notify.apprise_module()
+    except notify.MissingExtraError as exc:
+        return [
+            Check(
+                "notify targets",
+                False,
+                f"the database has notify targets, but {exc}",
+                "pip install 'duequeue[notify]' where the tick runs, or cancel those reminders",
+            )
+        ]
+    bad: dict[str, str] = {}
+    for url in urls:
+        problem = notify.problem(url)
+        if problem is not None:
+            bad.setdefault(url.split("://", 1)[0], problem)
+    if bad:
+        scheme, problem = sorted(bad.items())[0]
+        return [
+            Check(
+                "notify targets",
+                False,
+                f"{len(bad)} scheme(s) Apprise cannot send to, e.g. {scheme}://: {problem}",
+                "upgrade Apprise (pip install -U apprise), or cancel those reminders",
+            )
+        ]
+    schemes = sorted({u.split("://", 1)[0] for u in urls})
+    return [
+        Check("notify targets", True, f"Apprise knows every scheme in use: {', '.join(schemes)}")
+    ]
+
+
 def secret_check(secret: str | None) -> Check:
     """Check the webhook secret's format and key length."""
     if secret is None:
         return Check("webhook secret", True, "not set: webhooks are sent unsigned")
-    from duequeue.channels.signing import padding_missing, parse_secret
+    from duequeue.channels.signing import padding_missing, parse_secrets
 
     try:
-        key = parse_secret(secret)
+        keys = parse_secrets(secret)
     except ConfigError as exc:  # pragma: no cover - settings validation rejects it first
         return Check("webhook secret", False, str(exc), "set whsec_ followed by base64")
-    missing = "=" * padding_missing(secret)
+    missing = "=" * max(padding_missing(s) for s in secret.split(" ") if s)
     if missing:
         # duequeue signs fine with it; the receivers given the same text may not.
         return Check(
@@ -181,7 +234,9 @@ def secret_check(secret: str | None) -> Check:
             f"append '{missing}' to the secret here and at every receiver (same key, same "
             "signatures)",
         )
-    return Check("webhook secret", True, f"whsec_ format, {len(key)}-byte key")
+    sizes = "/".join(str(len(key)) for key in keys)
+    rotating = f"; {len(keys)} secrets, each message signed with all" if len(keys) > 1 else ""
+    return Check("webhook secret", True, f"whsec_ format, {sizes}-byte key{rotating}")
 
 
 def zone_checks(default_tz: str) -> list[Check]:

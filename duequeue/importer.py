@@ -22,6 +22,8 @@ FIELDS = (
     "cron",
     "email",
     "webhook",
+    "webhook_secret",
+    "notify",
     "subject",
     "body",
     "data",
@@ -107,6 +109,8 @@ def _line(raw: bytes, number: int, default_tz: str, now: datetime) -> NewReminde
             cron=get("cron"),
             emails=_texts(obj, "email"),
             webhooks=_texts(obj, "webhook"),
+            webhook_secrets=_texts(obj, "webhook_secret"),
+            notifies=_texts(obj, "notify"),
             subject=get("subject") or "Reminder",
             body=get("body") or "",
             data=None,  # checked below, already parsed: no second json round trip

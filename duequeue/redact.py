@@ -1,10 +1,14 @@
 """Secrets out of what duequeue prints: the one way a URL is shown.
 
+A message that may quote a token-bearing URL (an Apprise one, say) goes through `secrets`;
+channels/notify.py masks Apprise URLs themselves, as only Apprise knows their parts.
+
 A postgresql:// --db URL or an smtp:// DUEQUEUE_SMTP_URL may carry a password, in its user part
 or (libpq) as a `password=` query parameter; `inspect`, `config`, `doctor`, the worker's log and
 every error message show the URL with those masked. A file path is shown as given.
 """
 
+import re
 from urllib.parse import parse_qsl, urlsplit
 
 MASK = "****"
@@ -27,3 +31,19 @@ def url(value: str) -> str:
     if query:
         query = "&".join(f"{k}={MASK if k == 'password' else v}" for k, v in parse_qsl(query, True))
     return parts._replace(netloc=netloc, query=query).geturl()
+
+
+def secrets(text: str, url: str) -> str:
+    """Return `text` on one line with every token-like part of `url` replaced by ***.
+
+    For messages of a library or service that may quote the URL, or the URL it was turned into
+    (an Apprise `slack://A/B/C` is posted to https://hooks.slack.com/services/A/B/C): each
+    piece of the URL between separators that could be a token (6 characters or more, no dot,
+    so host names and addresses stay readable) is masked wherever it appears.
+    """
+    text = " ".join(text.split())
+    pieces = {url, *re.split(r"[/?&=@:#,;+]+", url.split("://", 1)[-1])}
+    for piece in sorted(pieces, key=len, reverse=True):
+        if len(piece) >= 6 and ("." not in piece or piece == url):
+            text = text.replace(piece, "***")
+    return text

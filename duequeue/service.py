@@ -28,6 +28,9 @@ class AddRequest:
     cron: str | None = None
     emails: tuple[str, ...] = ()
     webhooks: tuple[str, ...] = ()
+    notifies: tuple[str, ...] = ()
+    # One secret for every webhook, or one per webhook in order; each may hold several (rotation).
+    webhook_secrets: tuple[str, ...] = ()
     subject: str = "Reminder"
     body: str = ""
     data: str | None = None
@@ -54,6 +57,8 @@ def build_reminder(
             ("--misfire-grace", req.misfire_grace),
             *(("--email", a) for a in req.emails),
             *(("--webhook", u) for u in req.webhooks),
+            *(("--notify", u) for u in req.notifies),
+            *(("--webhook-secret", s) for s in req.webhook_secrets),
         ]
     )
     if req.rrule is not None and req.cron is not None:
@@ -62,8 +67,14 @@ def build_reminder(
     if req.at is None and req.cron is None:
         raise BadInputError("--at: required (a time such as 2027-01-05T09:00, +15m or now)")
     start = schedule.parse_at(req.at or "now", zone, now)
-    targets = tuple(NewTarget("email", validate.email_address(a)) for a in req.emails) + tuple(
-        NewTarget("webhook", validate.webhook_url(u)) for u in req.webhooks
+    secrets = validate.webhook_secrets(req.webhook_secrets, len(req.webhooks))
+    targets = (
+        tuple(NewTarget("email", validate.email_address(a)) for a in req.emails)
+        + tuple(
+            NewTarget("webhook", validate.webhook_url(u), secret)
+            for u, secret in zip(req.webhooks, secrets, strict=True)
+        )
+        + tuple(NewTarget("notify", validate.notify_url(u)) for u in req.notifies)
     )
     validate.target_count(len(targets))
     grace = None
@@ -171,6 +182,7 @@ def run_tick(
         email_from=settings.email_from,
         webhook_secret=settings.webhook_secret,
         webhook_block_private=settings.webhook_block_private,
+        notify_data=settings.notify_data,
         busy_timeout_s=settings.busy_timeout,
         # The helper reopens the store the way the CLI opened it.
         commit_helper=HelperOptions(

@@ -14,11 +14,12 @@ from typing import IO, Any
 
 from duequeue.store.base import NewReminder, NewTarget
 
-# The fields of a spooled reminder, in NewReminder's order, targets as (channel, address) pairs.
+# The fields of a spooled reminder, in NewReminder's order, targets as (channel, address) pairs
+# (and a third item, the secret, for a webhook that has its own).
 # Plain tuples, because pickle rebuilds a frozen slotted dataclass field by field: at a million
 # rows that cost about 10 s more than the tuples and their rebuilding.
 _Flat = tuple[
-    str, str, str | None, str, int, int | None, tuple[tuple[str, str], ...], Any, Any, Any, Any
+    str, str, str | None, str, int, int | None, tuple[tuple[str, ...], ...], Any, Any, Any, Any
 ]
 
 CHUNK = 10_000  # reminders per pickled chunk; a few MB in memory at a time
@@ -38,7 +39,10 @@ class Spool:
     def add(self, reminder: NewReminder) -> None:
         """Append one reminder."""
         r = reminder
-        targets = tuple((t.channel, t.address) for t in r.targets)
+        targets = tuple(
+            (t.channel, t.address) if t.secret is None else (t.channel, t.address, t.secret)
+            for t in r.targets
+        )
         flat = (r.subject, r.body, r.data, r.tz, r.dtstart, r.fire_at, targets)
         self._chunk.append((*flat, r.rule_kind, r.rule, r.misfire_grace_ms, r.key))
         self.count += 1
@@ -61,7 +65,7 @@ class Spool:
             except EOFError:
                 return
             for subject, body, data, tz, dtstart, fire_at, targets, *rest in chunk:
-                ts = tuple(NewTarget(c, a) for c, a in targets)  # type: ignore[arg-type]
+                ts = tuple(NewTarget(*t) for t in targets)  # type: ignore[arg-type]
                 yield NewReminder(subject, body, data, tz, dtstart, fire_at, ts, *rest)
 
     def close(self) -> None:

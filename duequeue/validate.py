@@ -231,6 +231,58 @@ def key(text: str | None) -> str | None:
 def target_count(n: int) -> None:
     """Raise unless 1 to MAX_TARGETS targets were given."""
     if n == 0:
-        raise BadInputError("--email/--webhook: give at least one target")
+        raise BadInputError("--email/--webhook/--notify: give at least one target")
     if n > MAX_TARGETS:
-        raise BadInputError(f"--email/--webhook: at most {MAX_TARGETS} targets per reminder")
+        raise BadInputError(
+            f"--email/--webhook/--notify: at most {MAX_TARGETS} targets per reminder"
+        )
+
+
+@functools.lru_cache(maxsize=1024)
+def notify_url(url: str) -> str:
+    """Return a valid Apprise URL or raise; Apprise itself must be installed (the extra).
+
+    Cached as webhook_url is: an import names a handful of services many times.
+    """
+    if len(url) > MAX_URL:
+        raise BadInputError(f"--notify: URL longer than {MAX_URL} characters")
+    if _CONTROL.search(url) or " " in url:
+        # Not quoted: the URL holds tokens.
+        raise BadInputError("--notify: the URL contains spaces or control characters")
+    from duequeue.channels import notify
+
+    try:
+        problem = notify.problem(url)
+    except notify.MissingExtraError as exc:
+        raise BadInputError(f"--notify: {exc}") from None
+    if problem is not None:
+        scheme = url.split("://", 1)[0] if "://" in url else url[:20]
+        raise BadInputError(f"--notify: {scheme}://...: {problem}")
+    return url
+
+
+def webhook_secrets(secrets: tuple[str, ...], webhooks: int) -> tuple[str | None, ...]:
+    """Return each webhook's own secret (None: DUEQUEUE_WEBHOOK_SECRET), or raise.
+
+    One --webhook-secret signs every --webhook of the reminder; as many as there are webhooks
+    pair up in order. A value may hold several secrets, space-separated: rotation.
+    """
+    if not secrets:
+        return (None,) * webhooks
+    if webhooks == 0:
+        raise BadInputError("--webhook-secret: given without a --webhook")
+    if len(secrets) not in (1, webhooks):
+        raise BadInputError(
+            f"--webhook-secret: {len(secrets)} given for {webhooks} webhooks; give one for "
+            "all, or one per --webhook in the same order"
+        )
+    from duequeue.channels.signing import parse_secrets
+    from duequeue.errors import ConfigError
+
+    for secret in secrets:
+        try:
+            parse_secrets(secret, "--webhook-secret")
+        except ConfigError as exc:
+            raise BadInputError(str(exc)) from None
+    normal = tuple(" ".join(p for p in s.split(" ") if p) for s in secrets)
+    return normal * webhooks if len(normal) == 1 else normal

@@ -3,7 +3,9 @@
     python examples/receiver.py [PORT]    # default 8000; 0 picks a free port
 
 Listens on 127.0.0.1 only. With DUEQUEUE_WEBHOOK_SECRET set it also checks the Standard Webhooks
-signature, as a real receiver must. Standard library only, so it runs before anything is installed.
+signature, as a real receiver must (several signatures, during a secret's rotation, are fine).
+Other POSTs (Apprise's json://, say) are printed as they are. Standard library only, so it runs
+before anything is installed.
 """
 
 import base64
@@ -19,7 +21,7 @@ class Receiver(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         print(f"POST {self.path}\n{self.headers}{body.decode()}", flush=True)
         secret = os.environ.get("DUEQUEUE_WEBHOOK_SECRET", "").removeprefix("whsec_")
-        if secret:
+        if secret and "webhook-id" in self.headers:  # a Standard Webhook, not another POST
             key = base64.b64decode(secret + "=" * (-len(secret) % 4))
             signed = f"{self.headers['webhook-id']}.{self.headers['webhook-timestamp']}."
             mac = hmac.new(key, signed.encode() + body, hashlib.sha256).digest()

@@ -9,11 +9,13 @@ from duequeue.channels.base import Message, Outcome
 
 if TYPE_CHECKING:
     from duequeue.channels.email import EmailChannel
+    from duequeue.channels.notify import NotifyChannel
     from duequeue.channels.webhook import WebhookChannel
 
 
 class Dispatcher:
-    """Own the channels of one tick: one HTTP client pool and one SMTP connection."""
+    """Own the channels of one tick: one HTTP client pool, one SMTP connection, and the notify
+    channel's threads."""
 
     def __init__(
         self,
@@ -26,6 +28,7 @@ class Dispatcher:
         webhook_secret: str | None,
         max_connections: int = 100,
         webhook_block_private: bool = False,
+        notify_data: bool = False,
     ) -> None:
         self._needs = set(needs)
         self._timeout = timeout
@@ -35,9 +38,11 @@ class Dispatcher:
         self._secret = webhook_secret
         self._max_connections = max_connections
         self._block_private = webhook_block_private
+        self._notify_data = notify_data
         self._stack = contextlib.AsyncExitStack()
         self._webhook: WebhookChannel | None = None
         self._email: EmailChannel | None = None
+        self._notify: NotifyChannel | None = None
         self._email_problem: str | None = None
 
     async def __aenter__(self) -> "Dispatcher":
@@ -59,6 +64,12 @@ class Dispatcher:
                     max_connections=self._max_connections,
                     block_private=self._block_private,
                 )
+            )
+        if "notify" in needs and self._notify is None:
+            from duequeue.channels.notify import NotifyChannel
+
+            self._notify = await self._stack.enter_async_context(
+                NotifyChannel(timeout=self._timeout, with_data=self._notify_data)
             )
         if "email" in needs and self._email is None and self._email_problem is None:
             if not self._smtp_url or not self._email_from:
@@ -87,11 +98,15 @@ class Dispatcher:
     ) -> None:
         await self._stack.aclose()
 
-    async def send(self, msg: Message, channel: str, address: str) -> Outcome:
-        """Send one message to one target; never raises."""
+    async def send(
+        self, msg: Message, channel: str, address: str, secret: str | None = None
+    ) -> Outcome:
+        """Send one message to one target (`secret`: a webhook's own); never raises."""
         try:
             if channel == "webhook" and self._webhook is not None:
-                return await self._webhook.send(msg, address)
+                return await self._webhook.send(msg, address, secret)
+            if channel == "notify" and self._notify is not None:
+                return await self._notify.send(msg, address)
             if channel == "email":
                 if self._email is None:
                     return Outcome("failed", self._email_problem or "email channel not open")

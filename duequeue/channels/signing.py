@@ -9,9 +9,36 @@ from duequeue.errors import ConfigError
 _SECRET_PREFIX = "whsec_"
 # Standard Webhooks: a secret of 24 to 64 random bytes; a shorter key is guessable.
 MIN_KEY_BYTES = 24
+# Secrets one target signs with at once: an old and a new one while receivers rotate, with room.
+MAX_SECRETS = 4
+SETTING = "DUEQUEUE_WEBHOOK_SECRET"
 
 
-def parse_secret(secret: str) -> bytes:
+def parse_secrets(text: str, name: str = SETTING) -> tuple[bytes, ...]:
+    """Return the HMAC keys of space-separated secrets (rotation); raise ConfigError.
+
+    Every message is signed with each key, all in one `webhook-signature` header (Standard
+    Webhooks: "v1,sig1 v1,sig2"): a receiver holding any one of the secrets verifies it, so
+    receivers move to a new secret one by one, and the old one is dropped after the last.
+    """
+    # Split on spaces only: a line break or tab in a secret is a copy-paste accident to report.
+    secrets = [s for s in text.split(" ") if s]
+    if not secrets:
+        raise ConfigError(f"{name}: empty; give whsec_ followed by base64")
+    if len(secrets) > 1 and not all(s.startswith(_SECRET_PREFIX) for s in secrets):
+        raise ConfigError(
+            f"{name}: the part after 'whsec_' holds spaces or line breaks (several secrets, "
+            "for rotation, are separated by spaces, each starting with whsec_)"
+        )
+    if len(secrets) > MAX_SECRETS:
+        raise ConfigError(f"{name}: {len(secrets)} secrets; at most {MAX_SECRETS} sign at once")
+    keys = tuple(parse_secret(secret, name) for secret in secrets)
+    if len(set(keys)) != len(keys):
+        raise ConfigError(f"{name}: the same secret is given twice")
+    return keys
+
+
+def parse_secret(secret: str, name: str = SETTING) -> bytes:
     """Return the HMAC key of a `whsec_<base64>` secret; raise ConfigError on a bad format.
 
     Taken: canonical standard base64 (RFC 4648: `+` and `/`, `=` padding, no stray bits), the
@@ -21,7 +48,7 @@ def parse_secret(secret: str) -> bytes:
     than guessed at, because the libraries would disagree on its key: Python's drops `-` and
     `_`, Java's refuses them; Rust's refuses a last character with stray bits, Go's ignores them.
     """
-    return base64.b64decode(_canonical(secret))
+    return base64.b64decode(_canonical(secret, name))
 
 
 def padding_missing(secret: str) -> int:
@@ -29,18 +56,16 @@ def padding_missing(secret: str) -> int:
     return len(_canonical(secret)) - len(secret.removeprefix(_SECRET_PREFIX))
 
 
-def _canonical(secret: str) -> str:
+def _canonical(secret: str, name: str = SETTING) -> str:
     """Return the canonical padded base64 of a secret's key, or raise ConfigError."""
     if not secret.startswith(_SECRET_PREFIX):
-        raise ConfigError("DUEQUEUE_WEBHOOK_SECRET: must start with 'whsec_' followed by base64")
+        raise ConfigError(f"{name}: must start with 'whsec_' followed by base64")
     encoded = secret[len(_SECRET_PREFIX) :]
     if not encoded.isprintable() or " " in encoded:
-        raise ConfigError(
-            "DUEQUEUE_WEBHOOK_SECRET: the part after 'whsec_' holds spaces or line breaks"
-        )
+        raise ConfigError(f"{name}: the part after 'whsec_' holds spaces or line breaks")
     if "-" in encoded or "_" in encoded:
         raise ConfigError(
-            "DUEQUEUE_WEBHOOK_SECRET: the part after 'whsec_' is URL-safe base64 ('-' or '_'); "
+            f"{name}: the part after 'whsec_' is URL-safe base64 ('-' or '_'); "
             "Standard Webhooks secrets are standard base64 ('+' and '/')"
         )
     if "=" not in encoded:
@@ -49,19 +74,17 @@ def _canonical(secret: str) -> str:
         key = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
         # `from None`: the decoder's message could quote part of the secret.
-        raise ConfigError(
-            "DUEQUEUE_WEBHOOK_SECRET: the part after 'whsec_' is not base64"
-        ) from None
+        raise ConfigError(f"{name}: the part after 'whsec_' is not base64") from None
     if not key:
-        raise ConfigError("DUEQUEUE_WEBHOOK_SECRET: the key after 'whsec_' is empty")
+        raise ConfigError(f"{name}: the key after 'whsec_' is empty")
     if base64.b64encode(key).decode("ascii") != encoded:
         raise ConfigError(
-            "DUEQUEUE_WEBHOOK_SECRET: the part after 'whsec_' is not canonical base64 (its last "
+            f"{name}: the part after 'whsec_' is not canonical base64 (its last "
             "character before the padding carries stray bits, or the padding is misplaced)"
         )
     if len(key) < MIN_KEY_BYTES:
         raise ConfigError(
-            f"DUEQUEUE_WEBHOOK_SECRET: the key is only {len(key)} bytes; Standard Webhooks "
+            f"{name}: the key is only {len(key)} bytes; Standard Webhooks "
             f"requires at least {MIN_KEY_BYTES} random bytes "
             "(docs/email-and-webhooks.md shows a one-liner)"
         )
@@ -71,6 +94,11 @@ def _canonical(secret: str) -> str:
 def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
     """Return the `webhook-signature` value (`v1,<base64>`) of one message."""
     return sign_with_key(parse_secret(secret), msg_id, timestamp, body)
+
+
+def sign_with_keys(keys: tuple[bytes, ...], msg_id: str, timestamp: int, body: bytes) -> str:
+    """Return the `webhook-signature` value with one signature per key, space-separated."""
+    return " ".join(sign_with_key(key, msg_id, timestamp, body) for key in keys)
 
 
 def sign_with_key(key: bytes, msg_id: str, timestamp: int, body: bytes) -> str:

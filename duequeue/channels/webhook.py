@@ -15,7 +15,8 @@ from duequeue import __version__
 from duequeue.channels.aiohttp_poster import AiohttpPoster, PostFailed
 from duequeue.channels.base import SENT, Message, Outcome
 from duequeue.channels.netguard import Guard
-from duequeue.channels.signing import parse_secret, sign_with_key
+from duequeue.channels.signing import parse_secrets, sign_with_key, sign_with_keys
+from duequeue.errors import ConfigError
 from duequeue.timefmt import iso, to_ms
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class WebhookChannel:
         guard: Guard | None = None,
         resolver: "Callable[[], AbstractResolver] | None" = None,
     ) -> None:
-        self._key = parse_secret(secret) if secret is not None else None
+        self._keys = parse_secrets(secret) if secret is not None else ()
         self._timeout = timeout
         self._clock = clock
         self._max_connections = max_connections
@@ -112,27 +113,37 @@ class WebhookChannel:
         if poster is not None:
             await poster.aclose()
 
-    async def send(self, msg: Message, url: str) -> Outcome:
-        """POST one message to `url` and return its outcome; never raise."""
+    async def send(self, msg: Message, url: str, secret: str | None = None) -> Outcome:
+        """POST one message to `url` and return its outcome; never raise.
+
+        `secret`: the target's own secret(s), space-separated, signing instead of the channel's.
+        """
         try:
             body = build_payload(msg)
         except (TypeError, ValueError) as exc:
             # The same data will never serialise, so retrying cannot help.
             return Outcome("permanent", f"cannot build the payload: {exc}")
         try:
-            return await self._post(msg.delivery_id, url, body)
+            keys = self._keys if secret is None else _target_keys(secret)
+        except ConfigError:
+            # Checked at `add`; a stored secret that no longer parses is not retried into.
+            return Outcome("permanent", "the target's webhook secret is not valid")
+        try:
+            return await self._post(msg.delivery_id, url, body, keys)
         except Exception as exc:  # the channel contract: report, never raise
             return Outcome("failed", _redact(f"{type(exc).__name__}: {exc}", url))
 
-    async def _post(self, msg_id: str, url: str, body: bytes) -> Outcome:
+    async def _post(self, msg_id: str, url: str, body: bytes, keys: tuple[bytes, ...]) -> Outcome:
         poster, slots = self._poster, self._slots
         if poster is None or slots is None:
             return Outcome("failed", "webhook channel used outside 'async with'")
         async with slots:
             timestamp = int(self._clock())
             headers = {**_HEADERS, "webhook-id": msg_id, "webhook-timestamp": str(timestamp)}
-            if self._key is not None:
-                headers["webhook-signature"] = sign_with_key(self._key, msg_id, timestamp, body)
+            if len(keys) == 1:
+                headers["webhook-signature"] = sign_with_key(keys[0], msg_id, timestamp, body)
+            elif keys:  # rotation: one signature per secret, space-separated
+                headers["webhook-signature"] = sign_with_keys(keys, msg_id, timestamp, body)
             try:
                 # The poster bounds the whole attempt by self._timeout.
                 posted = await poster.post(url, body, headers)
@@ -142,6 +153,12 @@ class WebhookChannel:
         if posted.retry_after is not None:
             retry_after = parse_retry_after(posted.retry_after, self._clock())
         return _classify(posted.status, posted.head, retry_after)
+
+
+@functools.lru_cache(maxsize=1024)
+def _target_keys(secret: str) -> tuple[bytes, ...]:
+    # Targets of one receiver share a secret: decode it once per process.
+    return parse_secrets(secret, "--webhook-secret")
 
 
 _HEADERS = {

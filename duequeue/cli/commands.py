@@ -40,7 +40,8 @@ def root(
         ),
     ] = False,
 ) -> None:
-    """Deliver reminders on time from cron: email and signed webhooks, never twice."""
+    """Deliver reminders on time from cron: email, signed webhooks and chat or push
+    notifications, never twice."""
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
@@ -94,6 +95,27 @@ def add(
             metavar="URL", help="Webhook target, an http(s) URL (repeatable).", show_default=False
         ),
     ] = None,
+    webhook_secret: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--webhook-secret",
+            metavar="WHSEC",
+            help="Signing secret of these webhooks instead of DUEQUEUE_WEBHOOK_SECRET: one for "
+            "all, or one per --webhook in order. Several space-separated secrets (rotation) "
+            "sign each message with all of them. Stored in the database, never shown.",
+            show_default=False,
+        ),
+    ] = None,
+    notify: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="URL",
+            help="Chat or push target, an Apprise URL: slack://..., discord://..., tgram://..., "
+            "ntfys://host/topic, mmost://..., gotify://... (repeatable; needs pip install "
+            "'duequeue[notify]'). Shown masked.",
+            show_default=False,
+        ),
+    ] = None,
     subject: Annotated[
         str, typer.Option(metavar="TEXT", help="One-line subject (max 255 characters).")
     ] = ("Reminder"),
@@ -102,7 +124,8 @@ def add(
         str | None,
         typer.Option(
             metavar="JSON",
-            help="JSON passed through to webhooks (max 16 KiB, 64 levels deep; no NaN/Infinity).",
+            help="JSON passed through to webhooks, and to --notify targets with "
+            "DUEQUEUE_NOTIFY_DATA=true (max 16 KiB, 64 levels deep; no NaN/Infinity).",
             show_default=False,
         ),
     ] = None,
@@ -147,6 +170,8 @@ def add(
         cron=cron,
         emails=tuple(email or ()),
         webhooks=tuple(webhook or ()),
+        webhook_secrets=tuple(webhook_secret or ()),
+        notifies=tuple(notify or ()),
         subject=subject,
         body=body,
         data=data,

@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from duequeue.channels.notify import shown
 from duequeue.store.base import ReminderView
 from duequeue.timefmt import iso, to_ms
 
@@ -15,7 +16,11 @@ def reminder_json(v: ReminderView) -> dict[str, Any]:
         "key": v.key,
         "subject": v.subject,
         "targets": [
-            {"channel": t.channel, "address": t.address, "disabled_at": iso(t.disabled_at)}
+            {
+                "channel": t.channel,
+                "address": shown(t.channel, t.address),  # a notify URL's tokens masked
+                "disabled_at": iso(t.disabled_at),
+            }
             for t in v.targets
         ],
         "rrule": v.rule if v.rule_kind == "rrule" else None,
@@ -76,7 +81,8 @@ def reminder_table(views: Sequence[ReminderView], width: int | None) -> str:
                 str(v.id),
                 v.subject,
                 ", ".join(
-                    f"{t.channel}:{t.address}" + (" (disabled: 410 Gone)" if t.disabled_at else "")
+                    f"{t.channel}:{shown(t.channel, t.address)}"
+                    + (" (disabled: 410 Gone)" if t.disabled_at else "")
                     for t in v.targets
                 ),
                 f"{v.rule_kind}: {v.rule} ({v.tz})" if v.rule else f"once ({v.tz})",

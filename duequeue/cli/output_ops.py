@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from duequeue.channels.notify import shown
 from duequeue.cli.output import reminder_json
 from duequeue.ops import History
 from duequeue.timefmt import iso
@@ -17,7 +18,10 @@ def history_json(h: History) -> dict[str, Any]:
                 "fire_at": iso(a.fire_at),
                 "target": None
                 if a.target is None
-                else {"channel": a.target.channel, "address": a.target.address},
+                else {
+                    "channel": a.target.channel,
+                    "address": shown(a.target.channel, a.target.address),
+                },
                 "outcome": a.outcome,
                 "error": a.error,
                 "attempt": a.attempt,
@@ -49,7 +53,8 @@ def history_json(h: History) -> dict[str, Any]:
 
 def _target(h: History, target_id: int) -> dict[str, str] | None:
     found = [t for t in h.reminder.targets if t.id == target_id]
-    return {"channel": found[0].channel, "address": found[0].address} if found else None
+    t = found[0] if found else None
+    return None if t is None else {"channel": t.channel, "address": shown(t.channel, t.address)}
 
 
 def history_text(h: History, width: int | None) -> str:
@@ -63,7 +68,9 @@ def history_text(h: History, width: int | None) -> str:
             (
                 iso(a.at) or "",
                 iso(a.fire_at) or "",
-                "-" if a.target is None else f"{a.target.channel}:{a.target.address}",
+                "-"
+                if a.target is None
+                else f"{a.target.channel}:{shown(a.target.channel, a.target.address)}",
                 a.outcome,
                 str(a.attempt),
                 a.error or "",

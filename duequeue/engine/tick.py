@@ -70,6 +70,7 @@ class TickOptions:
     email_from: str | None = None
     webhook_secret: str | None = None
     webhook_block_private: bool = False
+    notify_data: bool = False  # config.Settings.notify_data
     # None: commit in-process whatever the batch size (a store that cannot be reopened by
     # open_store, such as a test's instrumented one, must not have its writes moved elsewhere).
     commit_helper: HelperOptions | None = None
@@ -277,6 +278,7 @@ class _Run:
             webhook_secret=o.webhook_secret,
             max_connections=o.webhook_concurrency,
             webhook_block_private=o.webhook_block_private,
+            notify_data=o.notify_data,
         ) as dispatcher:
             self.dispatcher = dispatcher
             async with on_stop_signals(self._stop):
@@ -518,7 +520,7 @@ class _Run:
                 fire.data,
                 self.delivery_id(row.id, row.fire_at, target.id),
             )
-            outcome = await self.dispatcher.send(msg, target.channel, target.address)
+            outcome = await self.dispatcher.send(msg, target.channel, target.address, target.secret)
             at = self.clock()
             fire.last_at = max(fire.last_at, at)
             # Queued, not yet committed: the row's write-back or release is queued after
@@ -607,8 +609,9 @@ class _Run:
 # its worker thread; two are handed over at once, so that the next is already built and waiting
 # when the last reply comes (one at a time, the thread and the loop ping-ponged on every message).
 # The budget check stops emails not yet handed over; the lease (config.lease_ms) allows for two.
+# Notify: as many as the channel's threads (channels/notify.py WORKERS), which bound it anyway.
 # Webhooks: TickOptions.webhook_concurrency.
-_POOL = {"email": 2}
+_POOL = {"email": 2, "notify": 4}
 
 _REFUSED_BEFORE = "refused for good on an earlier attempt"
 _DISABLED = "target disabled (its endpoint answered 410 Gone); `duequeue enable` turns it back on"

@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 
 
 def label(target: Target) -> str:
-    """Return how a failure names the target in a row's error."""
+    """Return how a failure names the target in a row's error (a notify URL masked)."""
+    if target.channel == "notify":
+        from duequeue.channels.notify import masked
+
+        return f"notify {masked(target.address)}"
     return f"{target.channel} {target.address}"
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-Channel = Literal["email", "webhook"]
+Channel = Literal["email", "webhook", "notify"]
 View = Literal["dead", "due", "pending", "all"]
 State = Literal["pending", "done", "dead", "cancelled"]
 
@@ -25,6 +25,8 @@ class NewTarget:
 
     channel: Channel
     address: str
+    # A webhook's own signing secret(s), space-separated; None: DUEQUEUE_WEBHOOK_SECRET.
+    secret: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +48,14 @@ class NewReminder:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A stored target; `disabled_at` is set once its endpoint answered 410 Gone."""
+    """A stored target; `disabled_at` is set once its endpoint answered 410 Gone; `secret` is a
+    webhook's own signing secret(s) (never shown: not even in its repr)."""
 
     id: int
     channel: Channel
     address: str
     disabled_at: int | None = None
+    secret: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,6 +390,10 @@ class Store(ABC):
     @abstractmethod
     def pending_channels(self) -> set[str]:
         """Return the channels (`email`, `webhook`) of the targets of pending reminders."""
+
+    @abstractmethod
+    def notify_addresses(self, limit: int) -> list[str]:
+        """Return up to `limit` distinct notify target URLs, for `doctor`."""
 
     @abstractmethod
     def health(self) -> list[HealthCheck]:

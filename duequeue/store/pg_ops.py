@@ -37,16 +37,16 @@ _INSERT = f"""INSERT INTO reminders ({REMINDER_COLUMNS})
 
 def _insert_targets(cur: Cursor, added: Sequence[tuple[int, NewReminder]]) -> None:
     """Insert the targets of added reminders in one statement, in their given order."""
-    rows = [(rid, t.channel, t.address) for rid, r in added for t in r.targets]
+    rows = [(rid, t.channel, t.address, t.secret) for rid, r in added for t in r.targets]
     if not rows:
         return
-    rids, channels, addresses = (list(c) for c in zip(*rows, strict=True))
+    rids, channels, addresses, secrets = (list(c) for c in zip(*rows, strict=True))
     cur.execute(
-        """INSERT INTO targets (reminder_id, channel, address)
-           SELECT rid, c, a FROM unnest(%s::bigint[], %s::text[], %s::text[])
-               WITH ORDINALITY AS t(rid, c, a, n)
+        """INSERT INTO targets (reminder_id, channel, address, secret)
+           SELECT rid, c, a, s FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[])
+               WITH ORDINALITY AS t(rid, c, a, s, n)
            ORDER BY n ON CONFLICT DO NOTHING""",
-        (rids, channels, addresses),
+        (rids, channels, addresses, secrets),
     )
 
 

@@ -298,6 +298,13 @@ class PostgresStore(Store):
             repeatable=True,
         )
 
+    def notify_addresses(self, limit: int) -> list[str]:
+        return self.session.transact(
+            lambda cur: reads.notify_addresses(PgRun(cur), POSTGRES, limit),
+            what="notify targets",
+            repeatable=True,
+        )
+
     def health(self) -> list[HealthCheck]:
         return self.session.transact(
             lambda cur: health(cur, self.session.where, SCHEMA_VERSION),

@@ -14,15 +14,15 @@ from duequeue.store.sql import Dialect, Run
 def targets(run: Run, d: Dialect, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
     """Return the targets of these reminders, by reminder id, in the order they were added."""
     found: dict[int, list[Target]] = {}
-    for rid, tid, channel, address, disabled in run(
+    for rid, tid, channel, address, disabled, secret in run(
         d.sql(
-            f"""SELECT reminder_id, id, channel, address, disabled_at FROM targets
+            f"""SELECT reminder_id, id, channel, address, disabled_at, secret FROM targets
                 WHERE {d.in_ids("reminder_id", "ids")} ORDER BY id"""
         ),
         {"ids": d.ids(ids)},
     ):
         disabled = None if disabled is None else int(disabled)
-        found.setdefault(int(rid), []).append(Target(int(tid), channel, address, disabled))
+        found.setdefault(int(rid), []).append(Target(int(tid), channel, address, disabled, secret))
     return {rid: tuple(ts) for rid, ts in found.items()}
 
 
@@ -104,6 +104,18 @@ def dead_letters(run: Run, d: Dialect, reminder_id: int) -> list[DeadLetter]:
         {"id": reminder_id},
     )
     return [DeadLetter(*row) for row in rows]
+
+
+def notify_addresses(run: Run, d: Dialect, limit: int) -> list[str]:
+    """Return up to `limit` distinct notify target URLs (doctor), read off targets_notify."""
+    rows = run(
+        d.sql(
+            """SELECT DISTINCT address FROM targets WHERE channel = 'notify'
+               ORDER BY address LIMIT :limit"""
+        ),
+        {"limit": limit},
+    )
+    return [str(a) for (a,) in rows]
 
 
 def pending_channels(run: Run, d: Dialect) -> set[str]:

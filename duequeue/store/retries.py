@@ -17,28 +17,6 @@ from duequeue.store.sql import Dialect, Run
 
 MAX_ERROR_TEXT = 1000
 
-# Steps from schema version 2 to 3, with {ID} / {INT} the dialect's id and integer types.
-UPGRADE_TO_3 = """
-ALTER TABLE targets ADD COLUMN disabled_at {INT};
-ALTER TABLE targets ADD COLUMN disabled_reason TEXT;
-CREATE TABLE target_retries (
-    id          {ID},
-    reminder_id {INT} NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
-    target_id   {INT} NOT NULL REFERENCES targets (id) ON DELETE CASCADE,
-    fire_at     {INT} NOT NULL,
-    error_count INTEGER NOT NULL,
-    last_error  TEXT,
-    next_try_at {INT} NOT NULL,
-    lease_until {INT},
-    lease_owner TEXT,
-    created_at  {INT} NOT NULL,
-    UNIQUE (target_id, fire_at)
-);
-CREATE INDEX target_retries_due ON target_retries (next_try_at, id);
-CREATE INDEX target_retries_reminder ON target_retries (reminder_id, fire_at);
-CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT NULL;
-"""
-
 ANY_DUE = """SELECT 1 FROM target_retries WHERE next_try_at <= :now
     AND (lease_until IS NULL OR lease_until < :now) LIMIT 1"""
 
@@ -72,10 +50,10 @@ def claim(run: Run, d: Dialect, owner: str, now: int, until: int, limit: int) ->
         )
     }
     targets = {
-        int(r[0]): Target(int(r[0]), r[1], r[2], r[3])
+        int(r[0]): Target(int(r[0]), r[1], r[2], r[3], r[4])
         for r in run(
             d.sql(
-                f"""SELECT id, channel, address, disabled_at FROM targets
+                f"""SELECT id, channel, address, disabled_at, secret FROM targets
                     WHERE {d.in_ids("id", "ids")}"""
             ),
             {"ids": d.ids(tids)},

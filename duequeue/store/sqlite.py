@@ -28,7 +28,7 @@ from duequeue.store.sql import SQLITE, Row
 from duequeue.store.sqlite_errors import guarded, one_line, store_error
 from duequeue.store.sqlite_ops import REMINDER_PARAMS, OperatorQueries, SQLiteRun
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
 BUSY_TIMEOUT_MS = 5000
 
@@ -157,8 +157,9 @@ class SQLiteStore(OperatorQueries, Store):
                 return int(existing[0][0]), False
             reminder_id = int(rows[0][0])
             cur.executemany(
-                "INSERT OR IGNORE INTO targets (reminder_id, channel, address) VALUES (?, ?, ?)",
-                [(reminder_id, t.channel, t.address) for t in r.targets],
+                """INSERT OR IGNORE INTO targets (reminder_id, channel, address, secret)
+                   VALUES (?, ?, ?, ?)""",
+                [(reminder_id, t.channel, t.address, t.secret) for t in r.targets],
             )
         return reminder_id, True
 
@@ -379,13 +380,44 @@ def _write_back_params(w: WriteBack, now: int, owner: str) -> Row:
 
 def _upgrade(cur: apsw.Cursor, version: int) -> None:
     """Bring an older database to SCHEMA_VERSION, one version at a time, in one transaction."""
+    from duequeue.store import upgrades
+
     if version < 2:  # dead letters learn when they were retried
         cur.execute("ALTER TABLE dead_letters ADD COLUMN retried_at INTEGER")
     if version < 3:
         cur.execute(
-            retries.UPGRADE_TO_3.replace("{ID}", "INTEGER PRIMARY KEY").replace("{INT}", "INTEGER")
+            upgrades.UPGRADE_TO_3.replace("{ID}", "INTEGER PRIMARY KEY").replace("{INT}", "INTEGER")
         )
+    if version < 4:
+        cur.execute(upgrades.UPGRADE_TO_4)
+        _widen_channels(cur)
     cur.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _widen_channels(cur: apsw.Cursor) -> None:
+    """Let targets.channel take 'notify': SQLite's documented way to change a CHECK.
+
+    A CHECK that admits more values changes nothing on disk, so the table's stored CREATE text
+    is edited in place (https://sqlite.org/lang_altertable.html, "other kinds of table schema
+    changes") instead of copying every target into a new table, which would also cascade
+    deletes into the ledger under foreign_keys. Bumping schema_version makes every connection
+    read the new text.
+    """
+    from duequeue.store import upgrades
+
+    version = int(_fetch(cur, "PRAGMA schema_version")[0][0])
+    cur.execute("PRAGMA writable_schema = ON")
+    try:
+        cur.execute(
+            "UPDATE sqlite_schema SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = ?",
+            (upgrades.CHANNELS_3, upgrades.CHANNELS_4, "targets"),
+        )
+        cur.execute(f"PRAGMA schema_version = {version + 1}")
+    finally:
+        cur.execute("PRAGMA writable_schema = OFF")
+    text = _fetch(cur, "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'targets'")
+    if upgrades.CHANNELS_4 not in str(text[0][0]):
+        raise StoreError("cannot upgrade the targets table: its CREATE text is not duequeue's")
 
 
 def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> list[Row]:

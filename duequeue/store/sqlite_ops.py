@@ -75,6 +75,9 @@ class OperatorQueries:
     def pending_channels(self) -> set[str]:
         return reads.pending_channels(SQLiteRun(self._conn.cursor()), SQLITE)
 
+    def notify_addresses(self, limit: int) -> list[str]:
+        return reads.notify_addresses(SQLiteRun(self._conn.cursor()), SQLITE, limit)
+
     def health(self) -> list[HealthCheck]:
         return health(self._conn, str(self.path), self.schema_version)
 
@@ -125,9 +128,9 @@ def _add_chunk(cur: apsw.Cursor, reminders: Sequence[NewReminder], now: int) -> 
     )
     added = {int(row[0]) for row in _fetch(cur, "SELECT id FROM reminders WHERE id > ?", (base,))}
     cur.executemany(
-        "INSERT OR IGNORE INTO targets (reminder_id, channel, address) VALUES (?, ?, ?)",
+        "INSERT OR IGNORE INTO targets (reminder_id, channel, address, secret) VALUES (?, ?, ?, ?)",
         [
-            (base + i, t.channel, t.address)
+            (base + i, t.channel, t.address, t.secret)
             for i, r in enumerate(reminders, 1)
             if base + i in added
             for t in r.targets

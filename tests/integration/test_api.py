@@ -91,3 +91,29 @@ def test_importing_duequeue_does_not_load_the_api() -> None:
     code = "import duequeue, sys; print('duequeue.api' in sys.modules, duequeue.__version__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", duequeue.__version__]
+
+
+def test_notify_targets_and_a_webhook_secret_through_the_api(queue: Queue, http: HttpSink) -> None:
+    from standardwebhooks.webhooks import Webhook
+
+    new = "whsec_" + "bmV3LXNlY3JldC1vZi10aGUtcmVjZWl2ZXItNDU2Nw=="
+    with freeze_time(T0):
+        rid = queue.add(
+            at="now",
+            webhooks=[http.url("/w")],
+            webhook_secret=f"{SECRET} {new}",
+            notify=[f"ntfy://127.0.0.1:{http.port}/topic-4f7a"],
+            subject="Both",
+        )
+        summary = queue.tick()
+        [target_w, target_n] = queue.inspect("all")[0].targets
+        [hook] = http.requests_for("/w")
+        for secret in (SECRET, new):
+            Webhook(secret).verify(hook.body, dict(hook.headers))
+    assert summary.deliveries_sent == 2
+    assert json.loads(http.requests_for("/")[0].body)["topic"] == "topic-4f7a"
+    assert (target_w.channel, target_n.channel) == ("webhook", "notify")
+    assert "bmV3" not in repr(target_w)  # a target's secret stays out of its repr
+    assert [a.outcome for a in queue.history(rid).attempts] == ["sent", "sent"]
+    with pytest.raises(BadInputError, match="--notify: foo://"):
+        queue.add(at="now", notify=["foo://bar"])

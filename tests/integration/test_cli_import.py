@@ -90,7 +90,7 @@ BAD_LINES = [
     ("[1, 2]", "line 3: expected a JSON object"),
     ('{"at": "+1h", "webhook": [%s], "colour": "red"}' % H, "line 3: unknown field 'colour'"),  # noqa: UP031
     ('{"at": "+1h", "email": ["nope"]}', "line 3: email: 'nope' is not a valid email address"),
-    ('{"at": "+1h"}', "line 3: email/webhook: give at least one target"),
+    ('{"at": "+1h"}', "line 3: email/webhook/notify: give at least one target"),
     ('{"webhook": [%s]}' % H, "line 3: at: required"),  # noqa: UP031
     ('{"at": "+1h", "webhook": [%s], "tz": "Mars/Base"}' % H, "line 3: tz: unknown"),  # noqa: UP031
     ('{"at": "+1h", "webhook": [%s], "subject": 5}' % H, "line 3: subject: expected a string"),  # noqa: UP031

@@ -23,7 +23,7 @@ def test_doctor_checks_the_postgresql_database(pg_url: str) -> None:
     checks = {c["name"]: c for c in report["checks"]}
     for name in ("database", "database schema", "database server", "database integrity"):
         assert checks[name]["ok"], checks[name]
-    assert checks["database schema"]["detail"].endswith("schema version 3 (this duequeue: 3)")
+    assert checks["database schema"]["detail"].endswith("schema version 4 (this duequeue: 4)")
 
 
 def test_a_password_in_the_url_is_never_printed(pg_url: str) -> None:

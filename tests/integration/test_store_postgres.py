@@ -19,11 +19,14 @@ def test_it_marks_the_schema_with_its_version(pg_url: str) -> None:
     _open(pg_url).close()
     with admin_connect(pg_url) as conn:
         meta = dict(conn.execute("SELECT name, value FROM duequeue_meta").fetchall())
-    assert meta == {"application": "duequeue", "schema_version": "3"}
+    assert meta == {"application": "duequeue", "schema_version": "4"}
 
 
-def test_it_upgrades_a_version_2_schema_to_the_same_tables_as_a_new_one(pg_url: str) -> None:
-    old = DATA / "schema_postgres_v2.sql"  # as released
+@pytest.mark.parametrize("version", [2, 3])
+def test_it_upgrades_an_older_schema_to_the_same_tables_as_a_new_one(
+    pg_url: str, version: int
+) -> None:
+    old = DATA / f"schema_postgres_v{version}.sql"  # as released
 
     def shape() -> list[tuple[str, ...]]:
         with admin_connect(pg_url) as conn:
@@ -32,9 +35,13 @@ def test_it_upgrades_a_version_2_schema_to_the_same_tables_as_a_new_one(pg_url: 
                    WHERE table_schema = 'public' ORDER BY table_name, column_name"""
             ).fetchall()
             indexes = conn.execute(
-                "SELECT indexname, '', '' FROM pg_indexes WHERE schemaname = 'public'"
+                "SELECT indexname, indexdef, '' FROM pg_indexes WHERE schemaname = 'public'"
             ).fetchall()
-        return sorted(columns + indexes)
+            checks = conn.execute(
+                """SELECT conname, pg_get_constraintdef(oid), '' FROM pg_constraint
+                   WHERE contype = 'c' AND connamespace = 'public'::regnamespace"""
+            ).fetchall()
+        return sorted(columns + indexes + checks)
 
     _open(pg_url).close()
     fresh = shape()
@@ -55,7 +62,7 @@ def test_it_upgrades_a_version_2_schema_to_the_same_tables_as_a_new_one(pg_url: 
     assert shape() == fresh
     with admin_connect(pg_url) as conn:
         meta = dict(conn.execute("SELECT name, value FROM duequeue_meta").fetchall())
-    assert meta["schema_version"] == "3"
+    assert meta["schema_version"] == "4"
 
 
 def test_it_refuses_a_foreign_database_and_leaves_it_untouched(pg_url: str) -> None:

@@ -18,7 +18,7 @@ def test_it_creates_the_database_owner_only_in_wal_mode(db_path: Path) -> None:
     assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
     conn = apsw.Connection(str(db_path))
     assert conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
-    assert conn.execute("PRAGMA user_version").fetchall() == [(3,)]
+    assert conn.execute("PRAGMA user_version").fetchall() == [(4,)]
 
 
 OLD_SCHEMA = DATA / "schema_v2.sql"  # as released
@@ -43,7 +43,7 @@ def test_it_upgrades_a_version_1_database_in_place(db_path: Path) -> None:
     finally:
         store.close()
     conn = apsw.Connection(str(db_path))
-    assert conn.execute("PRAGMA user_version").fetchall() == [(3,)]
+    assert conn.execute("PRAGMA user_version").fetchall() == [(4,)]
     columns = [r[1] for r in conn.execute("PRAGMA table_info(dead_letters)")]
     assert columns[-1] == "retried_at"
 
@@ -68,6 +68,40 @@ def test_it_upgrades_a_version_2_database_to_the_same_tables_as_a_new_one(
         return found
 
     assert shape(db_path) == shape(fresh)
+
+
+@pytest.mark.parametrize("old", ["schema_v2.sql", "schema_v3.sql"])
+def test_an_upgraded_database_takes_notify_targets_and_keeps_its_targets_and_ledger(
+    db_path: Path, old: str
+) -> None:
+    from duequeue.store.base import NewReminder, NewTarget
+
+    conn = apsw.Connection(str(db_path))
+    conn.execute((DATA / old).read_text(encoding="utf-8"))
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute(
+        """INSERT INTO reminders (id, subject, body, tz, dtstart, created_at, updated_at)
+           VALUES (1, 'kept', '', 'UTC', 0, 0, 0);
+           INSERT INTO targets (id, reminder_id, channel, address) VALUES (1, 1, 'webhook', 'u');
+           INSERT INTO deliveries (reminder_id, target_id, fire_at, outcome, attempt, at)
+           VALUES (1, 1, 0, 'sent', 1, 0);"""
+    )
+    conn.close()
+    store = SQLiteStore(db_path)
+    try:
+        target = NewTarget("notify", "ntfy://127.0.0.1/topic")
+        rid, _ = store.add(NewReminder("s", "", None, "UTC", 0, 0, (target,)), 0)
+        [view] = [v for v in store.list_view("all", 0) if v.id == rid]
+        assert [(t.channel, t.address) for t in view.targets] == [("notify", target.address)]
+        assert all(c.ok for c in store.health())
+    finally:
+        store.close()
+    conn = apsw.Connection(str(db_path))
+    assert conn.execute("SELECT count(*) FROM deliveries").fetchall() == [(1,)]
+    assert conn.execute("SELECT id, address FROM targets WHERE id = 1").fetchall() == [(1, "u")]
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    with pytest.raises(apsw.ConstraintError):
+        conn.execute("INSERT INTO targets (reminder_id, channel, address) VALUES (1, 'sms', 'x')")
 
 
 def test_health_reports_a_wrong_journal_mode_with_a_fix(db_path: Path) -> None:
