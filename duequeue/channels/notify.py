@@ -59,22 +59,29 @@ def problem(url: str) -> str | None:
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     if not scheme:
         return "not a URL (an Apprise URL such as ntfys://ntfy.sh/topic or slack://...)"
+    if instantiate(apprise, url) is not None:
+        return None
     if scheme not in _schemes(apprise):
         return f"unknown service {scheme!r} (Apprise knows {len(_schemes(apprise))} schemes)"
-    if instantiate(apprise, url) is None:
-        return f"not a valid {scheme}:// URL for Apprise (a token or part is missing or malformed)"
-    return None
+    return f"not a valid {scheme}:// URL for Apprise (a token or part is missing or malformed)"
 
 
 @functools.cache
 def _schemes(apprise: Any) -> frozenset[str]:
     """Return every URL scheme the installed Apprise has a service for."""
-    found: set[str] = set()
-    for service in apprise.Apprise().details()["schemas"]:
-        for key in ("protocols", "secure_protocols"):
-            value = service.get(key) or ()
-            found.update([value] if isinstance(value, str) else value)
-    return frozenset(s.lower() for s in found)
+    try:
+        # The plugin registry Apprise.instantiate loads anyway: free once a URL was parsed.
+        from apprise import manager_plugins
+
+        manager: Any = manager_plugins.NotificationManager  # untyped in Apprise
+        return frozenset(s.lower() for s in manager().schemas())
+    except (ImportError, AttributeError):  # an Apprise without it: the documented details()
+        found: set[str] = set()
+        for service in apprise.Apprise().details()["schemas"]:
+            for key in ("protocols", "secure_protocols"):
+                value = service.get(key) or ()
+                found.update([value] if isinstance(value, str) else value)
+        return frozenset(s.lower() for s in found)
 
 
 def instantiate(apprise: Any, url: str) -> Any:
