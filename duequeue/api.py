@@ -119,7 +119,9 @@ class Queue:
             misfire_grace=misfire_grace,
         )
         now = _now()
-        reminder, _ = service.build_reminder(req, self.settings.tz, now)
+        reminder, _ = service.build_reminder(
+            req, self.settings.tz, now, block_private=self.settings.webhook_block_private
+        )
         rid, _ = service.add(self._store, reminder, now)
         return rid
 

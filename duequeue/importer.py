@@ -59,6 +59,8 @@ def parse_lines(
     default_tz: str,
     now: datetime,
     progress: Callable[[int], None] | None = None,
+    *,
+    block_private: bool = False,
 ) -> Spool:
     """Validate every line into a reminder; raise on the first bad one, naming its line number.
 
@@ -72,14 +74,16 @@ def parse_lines(
             if progress is not None:
                 progress(len(raw))
             if raw.strip():
-                spool.add(_line(raw, number, default_tz, now))
+                spool.add(_line(raw, number, default_tz, now, block_private))
     except BaseException:
         spool.close()
         raise
     return spool
 
 
-def _line(raw: bytes, number: int, default_tz: str, now: datetime) -> NewReminder:
+def _line(
+    raw: bytes, number: int, default_tz: str, now: datetime, block_private: bool
+) -> NewReminder:
     try:
         # Decoding first spares json its encoding sniffing, and says what is wrong plainly.
         obj = _DECODER.decode(raw.decode("utf-8"))
@@ -117,7 +121,7 @@ def _line(raw: bytes, number: int, default_tz: str, now: datetime) -> NewReminde
             key=get("key"),
             misfire_grace=get("misfire_grace"),
         )
-        reminder, _ = build_reminder(req, default_tz, now)
+        reminder, _ = build_reminder(req, default_tz, now, block_private=block_private)
         if "data" in obj:
             reminder = replace(reminder, data=validate.data_value(obj["data"]))
     except BadInputError as exc:

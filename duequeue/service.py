@@ -39,9 +39,12 @@ class AddRequest:
 
 
 def build_reminder(
-    req: AddRequest, default_tz: str, now: datetime
+    req: AddRequest, default_tz: str, now: datetime, *, block_private: bool = False
 ) -> tuple[NewReminder, "Rule | None"]:
-    """Validate an add request into a reminder ready to store, and its rule if recurring."""
+    """Validate an add request into a reminder ready to store, and its rule if recurring.
+
+    `block_private`: DUEQUEUE_WEBHOOK_BLOCK_PRIVATE, under which notify targets are refused.
+    """
     from duequeue.schedule import rules as schedule
 
     validate.utf8(
@@ -61,6 +64,10 @@ def build_reminder(
             *(("--webhook-secret", s) for s in req.webhook_secrets),
         ]
     )
+    if block_private and req.notifies:
+        from duequeue.channels.notify import BLOCKED
+
+        raise BadInputError(f"--notify: {BLOCKED}")
     if req.rrule is not None and req.cron is not None:
         raise BadInputError("--rrule/--cron: give one recurrence, not both")
     zone = schedule.parse_zone(req.tz or default_tz)

@@ -66,10 +66,15 @@ class Dispatcher:
                 )
             )
         if "notify" in needs and self._notify is None:
-            from duequeue.channels.notify import NotifyChannel
+            from duequeue.channels.notify import BLOCKED, NotifyChannel
 
             self._notify = await self._stack.enter_async_context(
-                NotifyChannel(timeout=self._timeout, with_data=self._notify_data)
+                NotifyChannel(
+                    timeout=self._timeout,
+                    with_data=self._notify_data,
+                    # Added before the block was switched on: refused now, as `add` would.
+                    refuse=f"notify {BLOCKED}" if self._block_private else None,
+                )
             )
         if "email" in needs and self._email is None and self._email_problem is None:
             if not self._smtp_url or not self._email_from:

@@ -42,6 +42,12 @@ class MissingExtraError(Exception):
 
 
 INSTALL_HINT = "notify targets need Apprise: pip install 'duequeue[notify]'"
+# DUEQUEUE_WEBHOOK_BLOCK_PRIVATE guards aiohttp's connections (netguard.py); Apprise's go
+# through requests, out of its reach, so notify targets are refused rather than let through.
+BLOCKED = (
+    "refused while DUEQUEUE_WEBHOOK_BLOCK_PRIVATE is on: Apprise makes its own connections, "
+    "which cannot be checked for private addresses"
+)
 
 
 def apprise_module() -> Any:
@@ -150,8 +156,16 @@ class _PerThread(logging.Handler):
 class NotifyChannel:
     """Deliver messages to Apprise URLs; use as `async with NotifyChannel(...) as channel:`."""
 
-    def __init__(self, *, timeout: float, workers: int = WORKERS, with_data: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float,
+        workers: int = WORKERS,
+        with_data: bool = False,
+        refuse: str | None = None,
+    ) -> None:
         self._timeout = timeout
+        self._refuse = refuse  # why every send is refused for good (the private-address block)
         self._workers = workers
         self._with_data = with_data
         self._apprise: Any = None
@@ -186,6 +200,8 @@ class NotifyChannel:
 
     async def send(self, msg: Message, url: str) -> Outcome:
         """Send one message to one Apprise URL and return its outcome; never raise."""
+        if self._refuse is not None:
+            return Outcome("permanent", self._refuse)
         if self._apprise is None:
             return Outcome("failed", INSTALL_HINT)
         pool, free = self._pool, self._free

@@ -179,7 +179,10 @@ def add(
         misfire_grace=misfire_grace,
     )
     now = context.now()
-    reminder, _ = service.build_reminder(req, settings.tz, now)  # validate before opening the DB
+    # Validated before the database is opened.
+    reminder, _ = service.build_reminder(
+        req, settings.tz, now, block_private=settings.webhook_block_private
+    )
     notes = service.add_notes(reminder, settings, now)
     if dry_run:
         for note in notes:

@@ -70,13 +70,21 @@ def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
                 store.close()
 
     if not sys.stderr.isatty():
-        return write(importer.parse_lines(f, settings.tz, now))
+        return write(
+            importer.parse_lines(f, settings.tz, now, block_private=settings.webhook_block_private)
+        )
     from rich.console import Console
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("checking", total=size)
-        spool = importer.parse_lines(f, settings.tz, now, lambda n: bar.advance(task, n))
+        spool = importer.parse_lines(
+            f,
+            settings.tz,
+            now,
+            lambda n: bar.advance(task, n),
+            block_private=settings.webhook_block_private,
+        )
         bar.update(task, description="writing")
         return write(spool)
 

@@ -257,3 +257,20 @@ def test_doctor_checks_the_schemes_of_notify_targets(cli: Cli, http: HttpSink) -
     assert checks["notify targets"]["ok"] is True
     assert "ntfy" in checks["notify targets"]["detail"]
     assert TOPIC not in result.out
+
+
+def test_the_private_address_block_refuses_notify_targets_at_add_and_at_tick(
+    cli: Cli, http: HttpSink
+) -> None:
+    url = f"json://{host(http)}/inbox"
+    block = {"DUEQUEUE_WEBHOOK_BLOCK_PRIVATE": "true"}
+    refused = cli("add", "--at", "now", "--notify", url, env=block)
+    rid = cli.add("--at", "now", "--notify", url)  # added before the block was switched on
+
+    summary = cli("tick", "--json", env=block).json()
+
+    assert refused.code == 2
+    assert "--notify: refused while DUEQUEUE_WEBHOOK_BLOCK_PRIVATE is on" in refused.err
+    assert counts(summary) == {**NOTHING, "claimed": 1, "dead": 1}
+    assert "refused while DUEQUEUE_WEBHOOK_BLOCK_PRIVATE is on" in cli.row(rid)["last_error"]
+    assert http.requests == []  # Apprise was never called
