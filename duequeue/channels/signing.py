@@ -2,6 +2,7 @@
 
 import base64
 import binascii
+import hashlib
 import hmac
 
 from duequeue.errors import ConfigError
@@ -78,3 +79,23 @@ def sign_with_key(key: bytes, msg_id: str, timestamp: int, body: bytes) -> str:
     # hmac.digest: OpenSSL's one-shot HMAC, without building an HMAC object per message.
     digest = hmac.digest(key, f"{msg_id}.{timestamp}.".encode() + body, "sha256")
     return "v1," + base64.b64encode(digest).decode("ascii")
+
+
+class Signer:
+    """Sign message after message with one key.
+
+    The key's HMAC state is prepared once and copied per message: hmac.digest sets the key up
+    again on every call, which costs a third of a signature.
+    """
+
+    __slots__ = ("_keyed",)
+
+    def __init__(self, key: bytes) -> None:
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
+
+    def sign(self, msg_id: str, timestamp: int, body: bytes) -> str:
+        """Return the `webhook-signature` value of one message (as sign_with_key does)."""
+        mac = self._keyed.copy()
+        mac.update(f"{msg_id}.{timestamp}.".encode())
+        mac.update(body)
+        return "v1," + binascii.b2a_base64(mac.digest(), newline=False).decode("ascii")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from duequeue import __version__
 from duequeue.channels.base import SENT, Message, Outcome
 from duequeue.channels.posting import Poster, PostFailed
-from duequeue.channels.signing import parse_secret, sign_with_key
+from duequeue.channels.signing import Signer, parse_secret
 from duequeue.timefmt import iso, to_ms
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class WebhookChannel:
         transport: "httpx.AsyncBaseTransport | None" = None,
         block_private: bool = False,
     ) -> None:
-        self._key = parse_secret(secret) if secret is not None else None
+        self._signer = Signer(parse_secret(secret)) if secret is not None else None
         self._timeout = timeout
         self._clock = clock
         self._max_connections = max_connections
@@ -155,8 +155,8 @@ class WebhookChannel:
         async with slots:
             timestamp = int(self._clock())
             headers = {**_HEADERS, "webhook-id": msg_id, "webhook-timestamp": str(timestamp)}
-            if self._key is not None:
-                headers["webhook-signature"] = sign_with_key(self._key, msg_id, timestamp, body)
+            if self._signer is not None:
+                headers["webhook-signature"] = self._signer.sign(msg_id, timestamp, body)
             try:
                 # The poster bounds the whole attempt by self._timeout.
                 posted = await poster.post(url, body, headers)
