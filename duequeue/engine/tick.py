@@ -64,7 +64,7 @@ class TickOptions:
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     webhook_concurrency: int = 64
     # Webhooks in flight to one host:port at once (endpoints.py); config.Settings.webhook_per_host.
-    webhook_per_host: int = 8
+    webhook_per_host: int = 16
     channel_timeout: float = 10.0
     smtp_url: str | None = None
     email_from: str | None = None
