@@ -2,6 +2,7 @@
 
 import base64
 import binascii
+import hashlib
 import hmac
 
 from duequeue.errors import ConfigError
@@ -96,13 +97,33 @@ def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
     return sign_with_key(parse_secret(secret), msg_id, timestamp, body)
 
 
-def sign_with_keys(keys: tuple[bytes, ...], msg_id: str, timestamp: int, body: bytes) -> str:
-    """Return the `webhook-signature` value with one signature per key, space-separated."""
-    return " ".join(sign_with_key(key, msg_id, timestamp, body) for key in keys)
-
-
 def sign_with_key(key: bytes, msg_id: str, timestamp: int, body: bytes) -> str:
     """Return the `webhook-signature` value for an already decoded key."""
     # hmac.digest: OpenSSL's one-shot HMAC, without building an HMAC object per message.
     digest = hmac.digest(key, f"{msg_id}.{timestamp}.".encode() + body, "sha256")
     return "v1," + base64.b64encode(digest).decode("ascii")
+
+
+class Signer:
+    """Sign message after message with one key, or several (rotation: one signature per key,
+    space-separated in the one header).
+
+    Each key's HMAC state is prepared once and copied per message: hmac.digest sets the key up
+    again on every call, which costs a third of a signature.
+    """
+
+    __slots__ = ("_keyed",)
+
+    def __init__(self, keys: tuple[bytes, ...]) -> None:
+        self._keyed = tuple(hmac.new(key, digestmod=hashlib.sha256) for key in keys)
+
+    def sign(self, msg_id: str, timestamp: int, body: bytes) -> str:
+        """Return the `webhook-signature` value of one message (as sign_with_key does, per key)."""
+        head = f"{msg_id}.{timestamp}.".encode()
+        signatures = []
+        for keyed in self._keyed:
+            mac = keyed.copy()
+            mac.update(head)
+            mac.update(body)
+            signatures.append("v1," + binascii.b2a_base64(mac.digest(), newline=False).decode())
+        return " ".join(signatures)

@@ -15,7 +15,7 @@ from duequeue import __version__
 from duequeue.channels.aiohttp_poster import AiohttpPoster, PostFailed
 from duequeue.channels.base import SENT, Message, Outcome
 from duequeue.channels.netguard import Guard
-from duequeue.channels.signing import parse_secrets, sign_with_key, sign_with_keys
+from duequeue.channels.signing import Signer, parse_secrets
 from duequeue.errors import ConfigError
 from duequeue.timefmt import iso, to_ms
 
@@ -84,7 +84,7 @@ class WebhookChannel:
         guard: Guard | None = None,
         resolver: "Callable[[], AbstractResolver] | None" = None,
     ) -> None:
-        self._keys = parse_secrets(secret) if secret is not None else ()
+        self._signer = Signer(parse_secrets(secret)) if secret is not None else None
         self._timeout = timeout
         self._clock = clock
         self._max_connections = max_connections
@@ -124,26 +124,24 @@ class WebhookChannel:
             # The same data will never serialise, so retrying cannot help.
             return Outcome("permanent", f"cannot build the payload: {exc}")
         try:
-            keys = self._keys if secret is None else _target_keys(secret)
+            signer = self._signer if secret is None else _target_signer(secret)
         except ConfigError:
             # Checked at `add`; a stored secret that no longer parses is not retried into.
             return Outcome("permanent", "the target's webhook secret is not valid")
         try:
-            return await self._post(msg.delivery_id, url, body, keys)
+            return await self._post(msg.delivery_id, url, body, signer)
         except Exception as exc:  # the channel contract: report, never raise
             return Outcome("failed", _redact(f"{type(exc).__name__}: {exc}", url))
 
-    async def _post(self, msg_id: str, url: str, body: bytes, keys: tuple[bytes, ...]) -> Outcome:
+    async def _post(self, msg_id: str, url: str, body: bytes, signer: Signer | None) -> Outcome:
         poster, slots = self._poster, self._slots
         if poster is None or slots is None:
             return Outcome("failed", "webhook channel used outside 'async with'")
         async with slots:
             timestamp = int(self._clock())
             headers = {**_HEADERS, "webhook-id": msg_id, "webhook-timestamp": str(timestamp)}
-            if len(keys) == 1:
-                headers["webhook-signature"] = sign_with_key(keys[0], msg_id, timestamp, body)
-            elif keys:  # rotation: one signature per secret, space-separated
-                headers["webhook-signature"] = sign_with_keys(keys, msg_id, timestamp, body)
+            if signer is not None:
+                headers["webhook-signature"] = signer.sign(msg_id, timestamp, body)
             try:
                 # The poster bounds the whole attempt by self._timeout.
                 posted = await poster.post(url, body, headers)
@@ -156,9 +154,9 @@ class WebhookChannel:
 
 
 @functools.lru_cache(maxsize=1024)
-def _target_keys(secret: str) -> tuple[bytes, ...]:
-    # Targets of one receiver share a secret: decode it once per process.
-    return parse_secrets(secret, "--webhook-secret")
+def _target_signer(secret: str) -> Signer:
+    # Targets of one receiver share a secret: decode it and key its HMAC once per process.
+    return Signer(parse_secrets(secret, "--webhook-secret"))
 
 
 _HEADERS = {

@@ -64,7 +64,7 @@ class TickOptions:
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     webhook_concurrency: int = 64
     # Webhooks in flight to one host:port at once (endpoints.py); config.Settings.webhook_per_host.
-    webhook_per_host: int = 8
+    webhook_per_host: int = 16
     channel_timeout: float = 10.0
     smtp_url: str | None = None
     email_from: str | None = None
@@ -522,19 +522,20 @@ class _Run:
             )
             outcome = await self.dispatcher.send(msg, target.channel, target.address, target.secret)
             at = self.clock()
-            fire.last_at = max(fire.last_at, at)
+            if at > fire.last_at:
+                fire.last_at = at
             # Queued, not yet committed: the row's write-back or release is queued after
             # this, and a flush commits outcomes first (groupcommit.py), so the lease
-            # outlives the record.
+            # outlives the record. Positional: the fields' order is DeliveryRecord's.
             self.commit.record(
                 DeliveryRecord(
-                    reminder_id=row.id,
-                    target_id=target.id,
-                    fire_at=row.fire_at,
-                    outcome=outcome.status,
-                    error=outcome.error,
-                    attempt=row.attempts.get(target.id, 0) + 1,
-                    at=at,
+                    row.id,
+                    target.id,
+                    row.fire_at,
+                    outcome.status,
+                    outcome.error,
+                    row.attempts.get(target.id, 0) + 1,
+                    at,
                 )
             )
             if outcome.status == "sent":
@@ -562,9 +563,13 @@ class _Run:
             # and the ledger keeps it from re-sending the targets this tick already reached.
             self.commit.release(row.unit)
             return
+        if row.rule is None and row.retry_id is None and _all_sent(fire.outcomes):
+            # A one-shot that reached every target: the common case, thousands a tick, and
+            # the one write-back that needs neither labels, the policy nor the rule.
+            self._write(writeback.one_shot_sent(row), "sent")
+            return
         tried = [(t, o) for t, o in zip(row.targets, fire.outcomes, strict=True) if o]
-        # Labels only go into the error text of a failure; a fire that reached every target
-        # (the common case, thousands a tick) needs none.
+        # Labels only go into the error text of a failure.
         failed = any(o.status != "sent" for _, o in tried)
         outcomes = [(writeback.label(t) if failed else "", o) for t, o in tried]
         # A fire dies when the attempt that killed it ended, not when the tick claimed it.
@@ -616,6 +621,11 @@ _POOL = {"email": 2, "notify": 4}
 _REFUSED_BEFORE = "refused for good on an earlier attempt"
 _DISABLED = "target disabled (its endpoint answered 410 Gone); `duequeue enable` turns it back on"
 _ALL_DISABLED = "skipped: every target is disabled (410 Gone); `duequeue enable ID` turns them on"
+
+
+def _all_sent(outcomes: list[Outcome | None]) -> bool:
+    # A target not tried (None) leaves the row to the general rules.
+    return all(o is not None and o.status == "sent" for o in outcomes)
 
 
 def _outcome(status: Literal["sent", "permanent"], error: str | None = None) -> Outcome:

@@ -92,6 +92,25 @@ def after_attempt(
     )
 
 
+def one_shot_sent(row: Claimed) -> WriteBack:
+    """Return the write-back of a one-shot whose fire reached every target: done.
+
+    What after_attempt returns for it (a test holds the two equal), without the policy's
+    classification or a rule to evaluate: a large tick writes thousands of these.
+    """
+    return WriteBack(
+        row.id,
+        row.fire_at,
+        None,
+        None,
+        0,
+        None,
+        "done",
+        fired=True,
+        failures=row.error_count + 1,
+    )
+
+
 def _after_target_retry(row: Claimed, now: int, died_at: int, d: Decision) -> WriteBack:
     """Write back a per-target retry: sent (deleted), again later, or a dead letter."""
     state: Literal["pending", "done", "dead"] = "done"

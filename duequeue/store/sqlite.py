@@ -53,6 +53,8 @@ class SQLiteStore(OperatorQueries, Store):
     ) -> None:
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
+        # Whether a claim first reads if anything is due (see claim_due); a claimer does not.
+        self._read_first = True
         self._conn = _connect(self.path, busy_timeout_ms, create)
         try:
             self._ensure_schema()
@@ -136,6 +138,11 @@ class SQLiteStore(OperatorQueries, Store):
         except StoreError:
             return None
         twin._conn.execute("PRAGMA wal_autocheckpoint = 0")
+        # A claimer serves a tick that is draining a backlog: rows are due, so a read first
+        # would only walk the index over the leased rows twice (54 of a 20,000-row drain's
+        # 430 ms of claims). Its last claim, which finds nothing, takes the lock for nothing
+        # once; that lock never waits (no busy timeout).
+        twin._read_first = False
         return twin
 
     # -- writes -----------------------------------------------------------------------------
@@ -168,7 +175,10 @@ class SQLiteStore(OperatorQueries, Store):
         self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str
     ) -> list[Claimed]:
         # A read first: the usual tick (nothing due) then never takes the write lock.
-        if not _fetch(self._conn, _ANY_DUE, {"now": now, "max": max_errors})[0][0]:
+        if (
+            self._read_first
+            and not _fetch(self._conn, _ANY_DUE, {"now": now, "max": max_errors})[0][0]
+        ):
             return []
         with self._write() as cur:
             run = SQLiteRun(cur)

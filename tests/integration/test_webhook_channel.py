@@ -18,7 +18,7 @@ from standardwebhooks.webhooks import Webhook
 
 from duequeue import __version__
 from duequeue.channels.base import Message, Outcome, delivery_id
-from duequeue.channels.signing import parse_secret, sign
+from duequeue.channels.signing import Signer, parse_secret, sign
 from duequeue.channels.webhook import WebhookChannel, build_payload, parse_retry_after
 from duequeue.errors import ConfigError
 from duequeue.timefmt import to_ms
@@ -125,6 +125,14 @@ def test_it_signs_exactly_like_the_reference_implementation() -> None:
         MSG.delivery_id, datetime.fromtimestamp(1700000000, UTC), body.decode()
     )
     assert sign(SECRET, MSG.delivery_id, 1700000000, body) == reference
+
+
+def test_its_signer_signs_message_after_message_like_the_reference_implementation() -> None:
+    signer = Signer((parse_secret(SECRET),))  # one keyed state, copied per message
+    for n, body in enumerate([build_payload(MSG), b"{}", build_payload(MSG)]):
+        at = 1700000000 + n
+        reference = Webhook(SECRET).sign(f"dq_{n}", datetime.fromtimestamp(at, UTC), body.decode())
+        assert signer.sign(f"dq_{n}", at, body) == reference
 
 
 def test_it_sends_id_and_timestamp_but_no_signature_without_a_secret(http: HttpSink) -> None:

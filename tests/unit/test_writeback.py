@@ -68,3 +68,12 @@ def test_a_rule_that_cannot_be_evaluated_parks_the_row_as_dead() -> None:
     else:
         raise AssertionError("a rule that cannot be parsed must not advance")
     assert (wb.state, wb.dead_letter, wb.next_fire_at) == ("dead", True, None)
+
+
+def test_a_one_shot_that_reached_every_target_is_written_back_as_after_attempt_would() -> None:
+    sent = [("", Outcome("sent")), ("", Outcome("sent"))]
+    for error_count in (0, 2):
+        claimed = row(error_count=error_count)
+        verdict, wb = writeback.after_attempt(claimed, T0 + MIN, POLICY, sent, T0 + MIN)
+        assert verdict is Verdict.SUCCESS
+        assert writeback.one_shot_sent(claimed) == wb
