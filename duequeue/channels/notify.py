@@ -92,8 +92,14 @@ def _schemes(apprise: Any) -> frozenset[str]:
 
 def instantiate(apprise: Any, url: str) -> Any:
     """Return Apprise's plugin for `url`, None if Apprise cannot send to it."""
-    # Apprise logs why a URL is refused; that goes nowhere here (the caller words the error).
     logger = logging.getLogger("apprise")
+    if logger.handlers:
+        # Someone listens (a notify channel's handler during a tick, or the application's):
+        # the logger is left as it is. Switching it off here would be a race with the
+        # channel's threads, whose failures are read from what Apprise logs.
+        return apprise.Apprise.instantiate(url, suppress_exceptions=True)
+    # Nobody does: why Apprise refuses a URL would reach stderr through logging's last resort,
+    # token and all; the caller words the error itself.
     disabled, logger.disabled = logger.disabled, True
     try:
         return apprise.Apprise.instantiate(url, suppress_exceptions=True)

@@ -274,3 +274,38 @@ def test_the_private_address_block_refuses_notify_targets_at_add_and_at_tick(
     assert counts(summary) == {**NOTHING, "claimed": 1, "dead": 1}
     assert "refused while DUEQUEUE_WEBHOOK_BLOCK_PRIVATE is on" in cli.row(rid)["last_error"]
     assert http.requests == []  # Apprise was never called
+
+
+def test_reading_a_notify_url_during_a_tick_leaves_apprise_logging_on() -> None:
+    # A notify channel's threads read each failure from what Apprise logs: masking a URL for a
+    # write-back error meanwhile (on the loop's thread) must not switch that logging off.
+    import asyncio
+    import logging
+
+    from duequeue.channels.notify import NotifyChannel, apprise_module, instantiate, masked
+
+    logger = logging.getLogger("apprise")
+
+    async def during() -> tuple[bool, bool]:
+        async with NotifyChannel(timeout=1):
+            seen = []
+
+            class Spy(logging.Handler):
+                def emit(self, record: logging.LogRecord) -> None:
+                    seen.append(logger.disabled)
+
+            spy = Spy()
+            logger.addHandler(spy)
+            try:
+                masked.cache_clear()
+                masked("ntfy://127.0.0.1:1/some-topic")
+                instantiate(apprise_module(), "slack://T1/")  # refused: Apprise logs why
+            finally:
+                logger.removeHandler(spy)
+            return logger.disabled, bool(seen)
+
+    disabled, logged = asyncio.run(during())
+
+    assert disabled is False
+    assert logged  # the refusal reached the handlers instead of being switched off
+    assert logger.disabled is False
