@@ -102,3 +102,51 @@ def run_cli_unprivileged(
         timeout=LIMIT_S,
         check=False,
     )
+
+
+def run_beside_receiver(
+    lines: list[str], cwd: Path, env: Mapping[str, str]
+) -> tuple["subprocess.CompletedProcess[str]", str]:
+    """Run README command lines in bash while examples/receiver.py listens, as a README's
+    `python examples/receiver.py 8000 &` ... `kill %1` has it; return the run and what the
+    receiver printed.
+
+    `duequeue` is this checkout's `python -m duequeue`; the receiver takes a free port, which
+    replaces 8000 in the lines, and the run starts once its "listening" line is out: the event a
+    person typing the next command waits for without noticing.
+    """
+    import re
+    import shlex
+
+    (cwd / "examples").symlink_to(ROOT / "examples")
+    receiver = subprocess.Popen(
+        [sys.executable, "examples/receiver.py", "0"],
+        cwd=cwd,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert receiver.stdout is not None
+        listening = receiver.stdout.readline()
+        port = re.fullmatch(r"listening on http://127\.0\.0\.1:(\d+)/\n", listening)
+        assert port, listening
+        python = shlex.quote(sys.executable)
+        script = "\n".join(
+            re.sub(r"^duequeue ", f"{python} -m duequeue ", line).replace(
+                "127.0.0.1:8000", f"127.0.0.1:{port.group(1)}"
+            )
+            for line in lines
+        )
+        run = subprocess.run(
+            ["bash", "-c", "set -e\n" + script],
+            cwd=cwd,
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            timeout=LIMIT_S,
+        )
+    finally:
+        receiver.kill()  # the README's `kill %1`
+        received, _ = receiver.communicate(timeout=LIMIT_S)
+    return run, received

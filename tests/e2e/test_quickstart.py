@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.procs import LIMIT_S, ROOT, cli_env
+from tests.procs import LIMIT_S, ROOT, cli_env, run_beside_receiver
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 VENV = "python3 -m venv .venv && . .venv/bin/activate && pip install ."
@@ -65,36 +65,7 @@ def test_the_quick_start_delivers_a_signed_webhook(tmp_path: Path) -> None:
     assert session["DUEQUEUE_DB"] == str(tmp_path / "quickstart.db")
     assert session["DUEQUEUE_WEBHOOK_SECRET"].startswith("whsec_")
 
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
-    receiver = subprocess.Popen(
-        [sys.executable, "examples/receiver.py", "0"],
-        cwd=tmp_path,
-        env=session,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert receiver.stdout is not None
-        listening = receiver.stdout.readline()
-        port = re.fullmatch(r"listening on http://127\.0\.0\.1:(\d+)/\n", listening)
-        assert port, listening
-        script = "\n".join(
-            re.sub(r"^duequeue ", f"{python} -m duequeue ", line).replace(
-                "127.0.0.1:8000", f"127.0.0.1:{port.group(1)}"
-            )
-            for line in after[:-1]
-        )
-        run = subprocess.run(
-            ["bash", "-c", "set -e\n" + script],
-            cwd=tmp_path,
-            env=session,
-            capture_output=True,
-            text=True,
-            timeout=LIMIT_S,
-        )
-    finally:
-        receiver.kill()  # the README's `kill %1`
-        received, _ = receiver.communicate(timeout=LIMIT_S)
+    run, received = run_beside_receiver(after[:-1], tmp_path, session)
 
     assert run.returncode == 0, run.stderr
     out = run.stdout.splitlines()

@@ -2,7 +2,7 @@
 Quick start's receiver through Apprise's json://, and the two examples for real services are
 valid (`add --dry-run` validates everything `add` does, Apprise's parse of each URL included,
 and writes nothing). `duequeue` is `python -m duequeue` with this checkout first on PYTHONPATH;
-the receiver takes a free port instead of 8000 (tests/e2e/test_quickstart.py does the same)."""
+the receiver takes a free port instead of 8000 (tests/procs.py's run_beside_receiver)."""
 
 import json
 import re
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.procs import LIMIT_S, ROOT, cli_env
+from tests.procs import LIMIT_S, ROOT, cli_env, run_beside_receiver
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 RECEIVER = "python examples/receiver.py 8000 &"
@@ -62,35 +62,7 @@ def test_the_examples_for_real_services_are_valid(tmp_path: Path) -> None:
 
 
 def test_the_loopback_example_delivers_to_the_receiver(tmp_path: Path) -> None:
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
-    env = cli_env(tmp_path / "n.db")
-    receiver = subprocess.Popen(
-        [sys.executable, "examples/receiver.py", "0"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert receiver.stdout is not None
-        listening = receiver.stdout.readline()
-        port = re.fullmatch(r"listening on http://127\.0\.0\.1:(\d+)/\n", listening)
-        assert port, listening
-        script = "\n".join(
-            _duequeue(line).replace("127.0.0.1:8000", f"127.0.0.1:{port.group(1)}")
-            for line in _commands()[-3:-1]
-        )
-        run = subprocess.run(
-            ["bash", "-c", "set -e\n" + script],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=LIMIT_S,
-        )
-    finally:
-        receiver.kill()
-        received, _ = receiver.communicate(timeout=LIMIT_S)
+    run, received = run_beside_receiver(_commands()[-3:-1], tmp_path, cli_env(tmp_path / "n.db"))
 
     assert run.returncode == 0, run.stderr
     assert "sent 1" in run.stdout
