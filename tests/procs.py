@@ -150,3 +150,15 @@ def run_beside_receiver(
         receiver.kill()  # the README's `kill %1`
         received, _ = receiver.communicate(timeout=LIMIT_S)
     return run, received
+
+
+def readme_block(heading: str) -> str:
+    """Return the first indented command block under README.md's `## heading`."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## )", readme, re.S | re.M)
+    assert section, f"README has no '## {heading}' section"
+    block = re.search(r"((?:^    .*\n)+)", section.group(1), re.M)
+    assert block, f"README's '{heading}' has no command block"
+    return block.group(1)

@@ -26,6 +26,10 @@ class Outcome:
 # The outcome of every successful send: immutable, so one instance serves them all.
 SENT = Outcome("sent")
 
+# The 4xx a server uses to say "not now" (408, 425, 429): retried. Every other 4xx will repeat,
+# so a webhook or notify answered with one fails for good.
+TRANSIENT_4XX = frozenset({408, 425, 429})
+
 
 @dataclass(frozen=True, slots=True)
 class Message:

@@ -27,12 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from duequeue import redact
-from duequeue.channels.base import SENT, Message, Outcome
+from duequeue.channels.base import SENT, TRANSIENT_4XX, Message, Outcome
 
 # Apprise's HTTP plugins end a failure's message with ", error=503." (their status code).
 _STATUS = re.compile(r"error=(\d{3})\b")
-# As for webhooks: the 4xx a server uses to say "not now"; any other 4xx will repeat.
-_TRANSIENT_4XX = frozenset({408, 425, 429})
 _MAX_ERROR = 300
 WORKERS = 4
 
@@ -148,14 +146,14 @@ class _PerThread(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self._found: dict[int, list[str]] = {}
-        self._lock2 = threading.Lock()
+        self._found_lock = threading.Lock()
 
     def emit(self, record: logging.LogRecord) -> None:
-        with self._lock2:
+        with self._found_lock:
             self._found.setdefault(record.thread or 0, []).append(record.getMessage())
 
     def take(self) -> list[str]:
-        with self._lock2:
+        with self._found_lock:
             return self._found.pop(threading.get_ident(), [])
 
 
@@ -265,6 +263,6 @@ def _failure(errors: list[str], url: str) -> Outcome:
     if len(text) > _MAX_ERROR:
         text = text[:_MAX_ERROR] + "..."
     statuses = [int(m) for m in _STATUS.findall(text)]
-    if statuses and all(400 <= s < 500 and s not in _TRANSIENT_4XX for s in statuses):
+    if statuses and all(400 <= s < 500 and s not in TRANSIENT_4XX for s in statuses):
         return Outcome("permanent", text)
     return Outcome("failed", text)

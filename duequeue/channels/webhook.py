@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from duequeue import __version__
 from duequeue.channels.aiohttp_poster import AiohttpPoster, PostFailed
-from duequeue.channels.base import SENT, Message, Outcome
+from duequeue.channels.base import SENT, TRANSIENT_4XX, Message, Outcome
 from duequeue.channels.netguard import Guard
 from duequeue.channels.signing import Signer, parse_secrets
 from duequeue.errors import ConfigError
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
 _SNIPPET_CHARS = 200
-# 408, 425 and 429 are the 4xx a server uses to say "not now"; every other 4xx will repeat.
-_TRANSIENT_4XX = frozenset({408, 425, 429})
 
 
 def build_payload(msg: Message) -> bytes:
@@ -189,7 +187,7 @@ def _classify(status: int, head: bytes, retry_after: float | None) -> Outcome:
     if status == 410:
         # Standard Webhooks: the receiver removed the endpoint and asks the sender to stop.
         return Outcome("permanent", error + " (endpoint gone: target disabled)", gone=True)
-    if 400 <= status < 500 and status not in _TRANSIENT_4XX:
+    if 400 <= status < 500 and status not in TRANSIENT_4XX:
         return Outcome("permanent", error)
     return Outcome("failed", error, retry_after)
 

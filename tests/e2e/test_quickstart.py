@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.procs import LIMIT_S, ROOT, cli_env, run_beside_receiver
+from tests.procs import LIMIT_S, ROOT, cli_env, readme_block, run_beside_receiver
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 VENV = "python3 -m venv .venv && . .venv/bin/activate && pip install ."
@@ -22,11 +22,7 @@ RECEIVER = "python examples/receiver.py 8000 &"
 
 def _commands() -> list[str]:
     """Return the Quick start's command lines, comments dropped."""
-    section = re.search(r"^## Quick start\n(.*?)(?=^## )", README, re.S | re.M)
-    assert section, "README has no '## Quick start' section"
-    block = re.search(r"((?:^    .*\n)+)", section.group(1), re.M)
-    assert block, "the Quick start has no command block"
-    lines = [line.strip() for line in block.group(1).splitlines()]
+    lines = [line.strip() for line in readme_block("Quick start").splitlines()]
     return [re.sub(r"\s+# .*$", "", line) for line in lines]
 
 

@@ -11,19 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.procs import LIMIT_S, ROOT, cli_env, run_beside_receiver
+from tests.procs import LIMIT_S, cli_env, readme_block, run_beside_receiver
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
 RECEIVER = "python examples/receiver.py 8000 &"
 
 
 def _commands() -> list[str]:
     """Return the section's commands, continuation lines joined and comments dropped."""
-    section = re.search(r"^## Chat and push notifications\n(.*?)(?=^## )", README, re.S | re.M)
-    assert section, "README has no '## Chat and push notifications' section"
-    block = re.search(r"((?:^    .*\n)+)", section.group(1), re.M)
-    assert block, "the section has no command block"
-    text = block.group(1).replace("\\\n", " ")
+    text = readme_block("Chat and push notifications").replace("\\\n", " ")
     lines = [re.sub(r"\s+", " ", line).strip() for line in text.splitlines()]
     return [line for line in lines if line and not line.startswith("#")]
 
