@@ -1,10 +1,15 @@
-"""A helper process that commits a large tick's outcomes while the tick goes on sending.
+"""A helper process that commits a large tick's outcomes, and claims its next batches, while the
+tick goes on sending.
 
 At thousands of rows a tick, committing outcomes and write-backs on the delivery loop's own
 thread cost about a seventh of a 20,000-row tick: no send moves while SQLite writes its pages
 (BENCHMARKS.md has the figures). A thread cannot take that work over (it contends for the GIL:
 tried, slower); a second process can. It opens the same store and commits the batches that
-groupcommit.py hands it, one after the other, in the order they were queued.
+groupcommit.py hands it, one after the other, in the order they were queued. The claims of a
+draining tick go the same way once the helper runs: a claim of 100 rows cost the loop's thread
+about 2.5 ms (the UPDATE, its reads of targets and ledger, and building the rows), a tenth of a
+20,000-row tick; decoding the rows the helper sends back costs a fifth of that. A claim is
+queued behind the batches handed over before it, so it also finds their rows written back.
 
 The helper keeps groupcommit's rules (a batch's outcomes commit before its write-backs and
 releases; batches commit in order) and adds these:
@@ -15,15 +20,19 @@ releases; batches commit in order) and adds these:
   signal sent to the tick's process group cannot cut a commit short. It ends when the tick
   closes the pipe.
 - If the helper fails or dies, the tick takes back every batch the helper has not confirmed and
-  commits it itself, exactly as it would have without one. A batch that was committed but not
+  commits it itself, exactly as it would have without one, and makes its claims itself again. A
+  claim the helper made but could not report stays leased to the tick's owner, which no longer
+  knows it: a later tick takes those rows once the lease has run out (late, never lost, never
+  sent twice). A claim reported after the tick stopped waiting for it (a second stop signal) is
+  released with the tick's unfinished rows. A batch that was committed but not
   confirmed is then committed a second time; that is harmless: a second `sent` of a target and
   fire is a no-op (the unique ledger index), a repeated write-back or release finds the lease
   already gone and changes nothing, and at most a failed attempt is listed twice.
 
 The pipes carry pickles, each framed by its length: from the tick, first how to open the store
-(open_store's arguments) and then one tuple per batch; back from the helper, one reply per batch
-saying how far the batch got and, if it stopped, why. Only the tick that started the helper
-writes to its stdin.
+(open_store's arguments) and then one tuple per batch or claim; back from the helper, one reply
+per batch saying how far the batch got and, if it stopped, why, and one per claim with its rows
+or why there are none. Only the tick that started the helper writes to its stdin.
 
 The tick never waits on a write to the helper. The helper writes its replies with plain blocking
 writes and reads the next batch only after replying, so a tick that blocked writing a batch while
@@ -49,10 +58,12 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any, BinaryIO
 
-from duequeue.store.base import DeliveryRecord, WriteBack
+from duequeue.store.base import NO_ATTEMPTS, Claimed, DeliveryRecord, Target, WriteBack
 
 # How far the helper got with a batch (the reply's `done`).
 NOTHING, RECORDED, WRITTEN, COMPLETE = 0, 1, 2, 3
+# What a message or reply is about: its first element.
+_COMMIT, _CLAIM = 0, 1
 
 _HEADER = struct.Struct("<I")
 # The helper imports duequeue from the tick's own sys.path, passed as arguments: it then runs the
@@ -66,6 +77,10 @@ _CLOSE_WAIT_S = 10.0
 # fraction of pickling frozen dataclasses (and dataclasses.astuple deep-copies).
 _RECORD_FIELDS = attrgetter(*(f.name for f in fields(DeliveryRecord)))
 _WRITE_FIELDS = attrgetter(*(f.name for f in fields(WriteBack)))
+_CLAIMED_FIELDS = attrgetter(*(f.name for f in fields(Claimed)))
+_TARGET_FIELDS = attrgetter(*(f.name for f in fields(Target)))
+_TARGETS_AT = [f.name for f in fields(Claimed)].index("targets")
+_ATTEMPTS_AT = [f.name for f in fields(Claimed)].index("attempts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +101,32 @@ class Reply:
     done: int
     applied: int  # write-backs that applied (the rest had lost their lease)
     error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimReply:
+    """The helper's answer for one claim: the rows it leased, or why it leased none."""
+
+    rows: list[Claimed]
+    error: str | None
+
+
+def encode_claimed(row: Claimed) -> tuple[Any, ...]:
+    """Return a claimed row as plain tuples (pickled in a fifth of the time of the dataclasses;
+    the shared empty attempts map, a read-only view, does not pickle at all)."""
+    values = list(_CLAIMED_FIELDS(row))
+    values[_TARGETS_AT] = [_TARGET_FIELDS(t) for t in row.targets]
+    values[_ATTEMPTS_AT] = dict(row.attempts) if row.attempts else None
+    return tuple(values)
+
+
+def decode_claimed(values: Sequence[Any]) -> Claimed:
+    """Return the claimed row encode_claimed encoded."""
+    values = list(values)
+    values[_TARGETS_AT] = tuple([Target(*t) for t in values[_TARGETS_AT]])
+    if values[_ATTEMPTS_AT] is None:
+        values[_ATTEMPTS_AT] = NO_ATTEMPTS
+    return Claimed(*values)
 
 
 def spare_core() -> bool:
@@ -175,6 +216,7 @@ class CommitHelper:
         """Hand one batch over; raise HelperGone if the helper is no longer there."""
         self._send(
             (
+                _COMMIT,
                 batch.seq,
                 [_RECORD_FIELDS(r) for r in batch.records],
                 [_WRITE_FIELDS(w) for w in batch.writes],
@@ -184,8 +226,14 @@ class CommitHelper:
             )
         )
 
-    def replies(self, *, block: bool) -> list[Reply]:
-        """Return the replies that have arrived; with `block`, wait for at least one.
+    def claim(self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str) -> None:
+        """Ask for a claim (Store.claim_due's arguments), made after every batch handed over
+        before it; its ClaimReply comes among the replies. Raise HelperGone if the helper is no
+        longer there."""
+        self._send((_CLAIM, now, limit, max_errors, lease_ms, owner))
+
+    def replies(self, *, block: bool) -> list[Reply | ClaimReply]:
+        """Return the replies that have arrived, in order; with `block`, wait for at least one.
 
         Without `block`, call it only when fileno() is readable. With `block`, the unsent bytes
         are written while waiting: the reply awaited may be for a batch still unsent. Raise
@@ -249,15 +297,20 @@ class CommitHelper:
             raise HelperGone(f"commit helper exited (code {code})")
         self._buffer += chunk
 
-    def _parse(self) -> list[Reply]:
-        found = []
+    def _parse(self) -> list[Reply | ClaimReply]:
+        found: list[Reply | ClaimReply] = []
         while len(self._buffer) >= _HEADER.size:
             (size,) = _HEADER.unpack_from(self._buffer)
             end = _HEADER.size + size
             if len(self._buffer) < end:
                 break
             try:
-                found.append(Reply(*pickle.loads(self._buffer[_HEADER.size : end])))
+                kind, *rest = pickle.loads(self._buffer[_HEADER.size : end])
+                if kind == _CLAIM:
+                    rows, error = rest
+                    found.append(ClaimReply([decode_claimed(r) for r in rows or ()], error))
+                else:
+                    found.append(Reply(*rest))
             except Exception as exc:
                 raise HelperGone(f"commit helper sent a malformed reply: {exc}") from exc
             self._buffer = self._buffer[end:]
@@ -305,8 +358,12 @@ def serve() -> None:
     except Exception as exc:
         error = one_line(exc)
     try:
-        while (batch := _read_frame(requests)) is not None:
-            seq, records, writes, releases, owner, now = batch
+        while (message := _read_frame(requests)) is not None:
+            if message[0] == _CLAIM:
+                reply = pickle.dumps(_claim(store, error, message[1:]))
+                _write_all(replies, _HEADER.pack(len(reply)) + reply)
+                continue
+            _, seq, records, writes, releases, owner, now = message
             done, applied = NOTHING, 0
             # After a failure nothing more is committed: a later batch's write-back must never
             # land while an earlier batch's outcomes are not in the ledger. The tick takes
@@ -324,10 +381,23 @@ def serve() -> None:
                     done = COMPLETE
                 except Exception as exc:
                     error = one_line(exc)
-            reply = pickle.dumps((seq, done, applied, None if done == COMPLETE else error))
+            reply = pickle.dumps((_COMMIT, seq, done, applied, None if done == COMPLETE else error))
             _write_all(replies, _HEADER.pack(len(reply)) + reply)
     except BrokenPipeError:
         pass  # the tick is gone; what was committed stays committed
     finally:
         if store is not None:
             store.close()
+
+
+def _claim(store: Any, error: str | None, args: Sequence[Any]) -> tuple[Any, ...]:
+    """Make one claim for the tick; return its reply. After a failed commit nothing more is
+    claimed: the tick is about to stop, and rows leased now would only wait for their lease."""
+    from duequeue.store.sqlite_errors import one_line
+
+    if store is None or error is not None:
+        return (_CLAIM, None, error or "commit helper has no store")
+    try:
+        return (_CLAIM, [encode_claimed(row) for row in store.claim_due(*args)], None)
+    except Exception as exc:
+        return (_CLAIM, None, one_line(exc))

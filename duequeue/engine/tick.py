@@ -239,6 +239,7 @@ class _Run:
             on_released=self._released,
             db=db,
             retry_until=retry_until,
+            on_late_claim=self._late_claim,
         )
         self.queues: dict[str, deque[_Job]] = {}
         self.pending = 0  # targets queued or parked, not yet taken by a send
@@ -267,6 +268,7 @@ class _Run:
         self.task = asyncio.current_task()
         self.wake = asyncio.Event()  # new targets queued, or no more claims coming
         self.hungry = asyncio.Event()  # few targets left queued: time to claim the next batch
+        self.stopping = asyncio.Event()  # a stop signal came: see _claim
         self.slots = self._endpoint_slots()
         o = self.options
         async with Dispatcher(
@@ -325,15 +327,37 @@ class _Run:
     async def _claim(self) -> list[Claimed]:
         """Claim the next batch without the event loop ever waiting on the database.
 
-        On SQLite the claim runs here, on a second connection that fails at once rather than
-        wait for another writer's lock (Store.claimer); a few quick tries later the database
-        thread takes it over, waiting as long as the busy timeout allows. Elsewhere (a claim
-        over the network always waits for its round trip) it runs on the database thread.
+        Once a commit helper runs, the helper claims (commithelper.py), after the batches it
+        was handed before. Without one, or if it goes: on SQLite the claim runs here, on a
+        second connection that fails at once rather than wait for another writer's lock
+        (Store.claimer); a few quick tries later the database thread takes it over, waiting as
+        long as the busy timeout allows. Elsewhere (a claim over the network always waits for
+        its round trip) it runs on the database thread.
         """
         import asyncio
 
         o = self.options
         args = (self.now, o.limit, o.policy.max_errors, o.lease_ms, self.owner)
+        helped = self.commit.claim(*args)
+        if helped is not None:
+            from duequeue.engine.commithelper import HelperGone
+
+            # A helper waiting on a locked database may answer only after the busy timeout; a
+            # stop signal does not wait that long. The rows of a claim no longer waited for are
+            # released when the helper answers (groupcommit.py), before the tick ends.
+            stop = asyncio.ensure_future(self.stopping.wait())
+            try:
+                await asyncio.wait((helped, stop), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stop.cancel()
+            if not helped.done():
+                helped.cancel()
+                return []
+            try:
+                return helped.result()
+            except HelperGone:
+                if self.commit.failed is not None:
+                    return []  # the store stopped taking outcomes: claim nothing more
         if self.claimer is None and self.summary.batches == 1:
             self.claimer = self.store.claimer()
         if self.claimer is not None:
@@ -412,6 +436,7 @@ class _Run:
         self.deadline = float("-inf")
         self.summary.stopped_by = sig.name
         self.hungry.set()  # a claim waiting for room sees the stop and claims nothing more
+        self.stopping.set()  # a claim waiting for the helper is no longer waited for
 
     def _broke(self, row: Claimed, exc: Exception) -> None:
         # One broken row must not stop the deliveries of every other row in the batch.
@@ -588,6 +613,12 @@ class _Run:
     def _write(self, wb: WriteBack, counter: str) -> None:
         self.counters[wb.unit] = counter
         self.commit.write_back(wb)
+
+    def _late_claim(self, rows: Sequence[Claimed]) -> None:
+        # A claim the helper answered after the tick stopped waiting for it: the group commit
+        # releases the rows; count them, so that claimed still adds up.
+        self.summary.claimed += len(rows)
+        self.summary.batches += 1
 
     def _written(self, items: Sequence[WriteBack], applied: int) -> None:
         for wb in items:

@@ -23,11 +23,11 @@ from pathlib import Path
 import apsw
 import pytest
 
-from duequeue.engine.commithelper import CommitHelper
+from duequeue.engine.commithelper import CommitHelper, HelperGone
 from duequeue.engine.groupcommit import GroupCommit
 from duequeue.engine.tick import HelperOptions, TickOptions, TickSummary, tick
 from duequeue.errors import StoreError
-from duequeue.store.base import DeliveryRecord, NewTarget
+from duequeue.store.base import Claimed, DeliveryRecord, NewTarget
 from duequeue.store.sqlite import SQLiteStore
 from tests.procs import LIMIT_S, cli_args, cli_env, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply
@@ -602,4 +602,181 @@ def test_a_draining_tick_hands_its_commits_to_a_helper_once_it_has_claimed_enoug
     assert sent_per_row(db_path) == collections.Counter(range(1, ROWS + 1))  # ... each once
     assert set(webhook_ids(http).values()) == {1}
     assert {v.state for v in store.list_view("all", NOW)} == {"done"}
+    assert helpers_running() == []
+
+
+def test_a_draining_tick_claims_through_its_helper_once_it_runs(
+    db_path: Path, http: HttpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(db_path)
+    ids = fill(store, http.url("/r"))
+    execute(db_path, OUTCOMES_FIRST)
+    asked: list[int] = []
+    claim = CommitHelper.claim
+
+    def counted(helper: CommitHelper, *args: int | str) -> None:
+        asked.append(helper.pid)
+        claim(helper, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(CommitHelper, "claim", counted)
+    # Claims of 50; the helper starts at 100 rows and claims from when it takes over.
+    drain = replace(options(db_path, min_rows=100), limit=50)
+
+    summary = tick(store, NOW, drain, lambda: NOW)
+
+    assert (summary.claimed, summary.batches, summary.sent, summary.errors) == (
+        ROWS,
+        ROWS // 50,
+        ROWS,
+        [],
+    )
+    # The first two claims (100 rows) come before the helper starts, and the tick claims on
+    # until the helper takes over; the helper makes the rest, the last empty one included.
+    assert len(set(asked)) == 1 and 1 <= len(asked) <= ROWS // 50 - 1
+    assert sent_per_row(db_path) == collections.Counter(ids)
+    assert set(webhook_ids(http).values()) == {1} and len(webhook_ids(http)) == ROWS
+    assert {v.state for v in store.list_view("all", NOW)} == {"done"}
+    assert helpers_running() == []
+
+
+def test_a_claim_in_flight_when_the_helper_dies_fails_over_and_leases_nothing(
+    db_path: Path,
+) -> None:
+    store = SQLiteStore(db_path)
+    ids = fill(store, "http://127.0.0.1:9/h", 5)
+
+    async def run() -> None:
+        gc = helped(store, db_path, Counts())
+        assert gc._helper is not None
+        pid = gc._helper.pid
+        blocker = locked(db_path)  # the helper's claim waits for the lock ...
+        try:
+            pending = gc.claim(NOW, 10, 3, 60_000, "t")
+            assert pending is not None
+            os.kill(pid, signal.SIGKILL)  # ... and dies there, before committing anything
+            with pytest.raises(HelperGone):
+                await asyncio.wait_for(pending, LIMIT_S)
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        assert gc.claim(NOW, 10, 3, 60_000, "t") is None  # no helper: the tick claims itself
+        gc.flush()
+
+    asyncio.run(run())
+    # Nothing was leased: every row is there for the next claim at once.
+    assert sorted(c.id for c in store.claim_due(NOW, 10, 3, 60_000, "u")) == ids
+    assert helpers_running() == []
+
+
+def test_a_claim_the_helper_could_not_make_fails_with_its_error(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    fill(store, "http://127.0.0.1:9/h", 5)
+
+    async def run() -> None:
+        gc = commit(
+            store, Counts(), max_items=2, window_s=60, helper=CommitHelper.start(str(db_path), 0.05)
+        )
+        blocker = locked(db_path)
+        try:
+            pending = gc.claim(NOW, 10, 3, 60_000, "t")
+            assert pending is not None
+            with pytest.raises(StoreError, match=r"locked|busy"):
+                await asyncio.wait_for(pending, LIMIT_S)
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        gc.flush()
+
+    asyncio.run(run())
+    assert len(store.claim_due(NOW, 10, 3, 60_000, "u")) == 5  # nothing was leased
+    assert helpers_running() == []
+
+
+def test_a_claim_answered_after_the_tick_stopped_waiting_is_released(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    ids = fill(store, "http://127.0.0.1:9/h", 5)
+    counts = Counts()
+    late: list[Claimed] = []
+
+    async def run() -> None:
+        gc = GroupCommit(
+            store,
+            "t",
+            NOW,
+            on_written=counts.on_written,
+            on_released=counts.on_released,
+            helper=CommitHelper.start(str(db_path), 5.0),
+            on_late_claim=late.extend,
+        )
+        pending = gc.claim(NOW, 10, 3, 60_000, "t")
+        assert pending is not None
+        pending.cancel()  # as a second stop signal cancels the tick waiting for it
+        gc.flush()  # takes the helper's answer, then releases those rows
+
+    asyncio.run(run())
+    assert sorted(c.id for c in late) == ids == sorted(counts.released)
+    assert sorted(c.id for c in store.claim_due(NOW, 10, 3, 60_000, "u")) == ids
+    assert helpers_running() == []
+
+
+def test_a_stop_signal_does_not_wait_for_a_claim_stalled_in_the_helper(
+    db_path: Path, http: HttpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from duequeue.engine import tick as engine
+
+    store = SQLiteStore(db_path)
+    fill(store, http.url("/r"))
+    held: list[apsw.Connection] = []  # the lock, while it is held
+    stalling = threading.Event()
+    returned: list[int] = []
+    ask_helper, claim = GroupCommit.claim, engine._Run._claim
+    unlocking = threading.Lock()
+
+    def unlock() -> None:
+        with unlocking:
+            if held:
+                conn = held.pop()
+                conn.execute("ROLLBACK")
+                conn.close()
+
+    def stalled(gc: GroupCommit, *args: int | str) -> object:
+        if not stalling.is_set():
+            # The helper's first claim waits for this lock, and SIGTERM comes while it waits. A
+            # tick that kept waiting gets the claim's rows once the safety timer unlocks.
+            stalling.set()
+            held.append(locked(db_path))
+            safety.start()
+            asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+        return ask_helper(gc, *args)  # type: ignore[arg-type]
+
+    async def watched(run: engine._Run) -> list[Claimed]:
+        rows = await claim(run)
+        if stalling.is_set() and not returned:
+            returned.append(len(rows))  # the tick stopped waiting, the lock still held ...
+            unlock()  # ... so the helper claims now, and its rows, no longer wanted, are released
+        return rows
+
+    safety = threading.Timer(LIMIT_S / 3, unlock)
+    monkeypatch.setattr(GroupCommit, "claim", stalled)
+    monkeypatch.setattr(engine._Run, "_claim", watched)
+    drain = TickOptions(
+        limit=50,
+        webhook_concurrency=8,
+        busy_timeout_s=LIMIT_S,
+        commit_helper=HelperOptions(str(db_path), LIMIT_S, 50),
+    )
+
+    try:
+        summary = tick(store, NOW, drain, lambda: NOW)
+    finally:
+        safety.cancel()
+
+    assert returned == [0] and summary.stopped_by == "SIGTERM" and summary.errors == []
+    # The tick's own claim (the helper starts at 50 rows), then the helper's, answered late.
+    assert (summary.claimed, summary.batches) == (100, 2)
+    # Every claimed row is accounted for, the late ones among them (released), and none is left
+    # leased: the next claim gets every row that was not sent.
+    assert summary.claimed == summary.sent + summary.released
+    assert len(store.claim_due(NOW, ROWS, 3, 60_000, "u")) == ROWS - summary.sent
+    assert set(sent_per_row(db_path).values()) <= {1}
     assert helpers_running() == []

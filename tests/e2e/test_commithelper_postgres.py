@@ -80,6 +80,54 @@ def test_a_large_tick_on_postgresql_commits_through_the_helper(pg_url: str, http
         store.close()
 
 
+# Which sessions lease rows: the tick's own, and after the helper starts, the helper's.
+CLAIMERS = """
+CREATE TABLE claimers (pid integer NOT NULL);
+CREATE FUNCTION note_claimer() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO claimers VALUES (pg_backend_pid()); RETURN NEW; END $$;
+CREATE TRIGGER note_claimer AFTER UPDATE OF lease_owner ON reminders FOR EACH ROW
+    WHEN (NEW.lease_owner IS NOT NULL) EXECUTE FUNCTION note_claimer();
+"""
+
+
+def test_a_draining_tick_on_postgresql_claims_through_the_helper(
+    pg_url: str, http: HttpSink
+) -> None:
+    store = PostgresStore(pg_url)
+    try:
+        ids = [
+            store.add(reminder(targets=(NewTarget("webhook", http.url("/r")),)), NOW)[0]
+            for _ in range(ROWS)
+        ]
+        with admin_connect(pg_url) as conn:
+            conn.execute(WATCH)
+            conn.execute(CLAIMERS)
+        options = TickOptions(
+            limit=50, webhook_concurrency=8, commit_helper=HelperOptions(pg_url, 5.0, 100)
+        )
+
+        summary = tick(store, NOW, options, lambda: NOW)
+
+        assert (summary.claimed, summary.batches, summary.sent) == (ROWS, ROWS // 50, ROWS)
+        ticker = store.session.conn.info.backend_pid
+        with admin_connect(pg_url) as conn:
+            claimers = collections.Counter(
+                pid for (pid,) in conn.execute("SELECT pid FROM claimers")
+            )
+            # The helper's session also writes outcomes (the tick may write the first ones).
+            (helper,) = {pid for (pid,) in conn.execute("SELECT pid FROM writers")} - {ticker}
+        # The first claims are the tick's (the helper starts at 100 rows; the tick claims on
+        # until the helper takes over); the later ones the helper's.
+        assert set(claimers) == {ticker, helper} and 100 <= claimers[ticker] < ROWS
+        assert claimers[helper] == ROWS - claimers[ticker]
+        sent = store.list_view("all", NOW)
+        assert {v.state for v in sent} == {"done"} and sorted(v.id for v in sent) == ids
+        per_id = collections.Counter(r.headers["webhook-id"] for r in http.requests)
+        assert len(per_id) == ROWS and set(per_id.values()) == {1}
+    finally:
+        store.close()
+
+
 def test_the_cli_tick_on_postgresql_delivers_a_batch_past_the_helper_threshold_once(
     pg_url: str, http: HttpSink
 ) -> None:

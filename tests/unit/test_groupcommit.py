@@ -1,6 +1,7 @@
 """Group commit: outcomes reach the ledger before the write-back or release that follows them."""
 
 import asyncio
+import pickle
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -84,6 +85,8 @@ def commit(
         max_items=max_items,
         window_s=window_s,
         helper=helper,
+        helper_max_items=max_items,
+        helper_window_s=window_s,
     )
 
 
@@ -179,3 +182,50 @@ def test_a_failed_automatic_flush_is_reported_and_the_final_flush_raises(
     with pytest.raises(RuntimeError, match="disk on fire"):
         gc.flush()
     assert [d.outcome for d in store.deliveries(b)] == ["sent"]  # outcomes go first
+
+
+def test_a_claimed_row_crosses_the_helper_pipe_unchanged() -> None:
+    from duequeue.engine.commithelper import decode_claimed, encode_claimed
+    from duequeue.store.base import NO_ATTEMPTS, Claimed, Target
+
+    plain = Claimed(
+        1,
+        "s",
+        "b",
+        None,
+        None,
+        None,
+        "UTC",
+        NOW,
+        None,
+        NOW,
+        0,
+        (Target(7, "webhook", "https://example.com/h"),),
+        attempts=NO_ATTEMPTS,
+    )
+    tried = Claimed(
+        2,
+        "s",
+        "b",
+        '{"k": 1}',
+        "rrule",
+        "FREQ=DAILY",
+        "Europe/Paris",
+        NOW,
+        60_000,
+        NOW,
+        2,
+        (
+            Target(8, "webhook", "https://example.com/h", None, "whsec_a whsec_b"),
+            Target(9, "email", "a@example.com", NOW - 1),
+        ),
+        sent=frozenset({8}),
+        permanent=frozenset({9}),
+        attempts={8: 1, 9: 2},
+        rearmed=True,
+        retry_id=4,
+    )
+    for row in (plain, tried):
+        back = decode_claimed(pickle.loads(pickle.dumps(encode_claimed(row))))
+        assert back == row and back.targets[0].secret == row.targets[0].secret
+    assert decode_claimed(encode_claimed(plain)).attempts is NO_ATTEMPTS
