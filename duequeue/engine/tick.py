@@ -158,8 +158,9 @@ def _tick(
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    # Every store call from here on runs on this one thread, so no database wait (a lock held
-    # by another writer, a slow disk) ever stalls a delivery or its timeout.
+    # Store calls that may wait from here on run on this one thread (or in the commit helper,
+    # see _claim), so no database wait (a lock held by another writer, a slow disk) ever stalls
+    # a delivery or its timeout.
     db = ThreadPoolExecutor(1, thread_name_prefix="duequeue-db")
     # A commit that finds the database busy is tried again until shortly before the leases end:
     # past that another tick may take the rows, so an outcome kept any longer is of no use.
