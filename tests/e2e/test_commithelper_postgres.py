@@ -44,13 +44,15 @@ def http() -> Iterator[HttpSink]:
         yield sink
 
 
+def fill(store: PostgresStore, url: str) -> list[int]:
+    """Add ROWS one-shot reminders due at NOW, one webhook each; return their ids."""
+    return [store.add(reminder(targets=(NewTarget("webhook", url),)), NOW)[0] for _ in range(ROWS)]
+
+
 def test_a_large_tick_on_postgresql_commits_through_the_helper(pg_url: str, http: HttpSink) -> None:
     store = PostgresStore(pg_url)
     try:
-        ids = [
-            store.add(reminder(targets=(NewTarget("webhook", http.url("/r")),)), NOW)[0]
-            for _ in range(ROWS)
-        ]
+        ids = fill(store, http.url("/r"))
         with admin_connect(pg_url) as conn:
             conn.execute(WATCH)
         options = TickOptions(
@@ -95,10 +97,7 @@ def test_a_draining_tick_on_postgresql_claims_through_the_helper(
 ) -> None:
     store = PostgresStore(pg_url)
     try:
-        ids = [
-            store.add(reminder(targets=(NewTarget("webhook", http.url("/r")),)), NOW)[0]
-            for _ in range(ROWS)
-        ]
+        ids = fill(store, http.url("/r"))
         with admin_connect(pg_url) as conn:
             conn.execute(WATCH)
             conn.execute(CLAIMERS)
