@@ -23,7 +23,7 @@ releases; batches commit in order) and adds these:
   commits it itself, exactly as it would have without one, and makes its claims itself again. A
   claim the helper made but could not report stays leased to the tick's owner, which no longer
   knows it: a later tick takes those rows once the lease has run out (late, never lost, never
-  sent twice). A claim reported after the tick stopped waiting for it (a second stop signal) is
+  sent twice). A claim reported after the tick stopped waiting for it (a stop signal came) is
   released with the tick's unfinished rows. A batch that was committed but not
   confirmed is then committed a second time; that is harmless: a second `sent` of a target and
   fire is a no-op (the unique ledger index), a repeated write-back or release finds the lease

@@ -618,8 +618,10 @@ class _Run:
     def _late_claim(self, rows: Sequence[Claimed]) -> None:
         # A claim the helper answered after the tick stopped waiting for it: the group commit
         # releases the rows; count them, so that claimed still adds up.
-        self.summary.claimed += len(rows)
-        self.summary.batches += 1
+        s = self.summary
+        s.claimed += len(rows)
+        s.target_retries += sum(r.retry_id is not None for r in rows)
+        s.batches += 1
 
     def _written(self, items: Sequence[WriteBack], applied: int) -> None:
         for wb in items:
