@@ -35,8 +35,8 @@ class Settings:
     webhook_block_private: bool = False
     # Whether notify targets get the reminder's `data` (as JSON under the body); webhooks always do.
     notify_data: bool = False
-    # Claimed rows after which a tick commits through a helper process (commithelper.py); set it
-    # high to keep every commit in the tick's own process.
+    # Claimed rows after which a tick commits, and makes its next claims, through a helper
+    # process (commithelper.py); set it high to keep all of that in the tick's own process.
     commit_helper_rows: int = 1000
 
     @property
