@@ -3,8 +3,12 @@
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.servers import HttpSink
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 
@@ -25,6 +29,15 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "dq.db"
+
+
+@pytest.fixture
+def http() -> Iterator["HttpSink"]:
+    """A loopback HTTP receiver (tests/servers.py) for the test, closed after it."""
+    from tests.servers import HttpSink
+
+    with HttpSink() as sink:
+        yield sink
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -61,12 +61,6 @@ END;
 """
 
 
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
-
-
 @pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
     yield

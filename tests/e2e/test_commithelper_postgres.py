@@ -4,9 +4,6 @@ own session, outcomes before write-backs, each target once."""
 import collections
 import json
 import subprocess
-from collections.abc import Iterator
-
-import pytest
 
 from duequeue.engine.tick import HelperOptions, TickOptions, tick
 from duequeue.store.base import NewTarget
@@ -36,12 +33,6 @@ END $$;
 CREATE TRIGGER outcomes_first BEFORE UPDATE OF done_at ON reminders FOR EACH ROW
     WHEN (NEW.done_at IS NOT NULL AND OLD.done_at IS NULL) EXECUTE FUNCTION outcomes_first();
 """
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 def fill(store: PostgresStore, url: str) -> list[int]:

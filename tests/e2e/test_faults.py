@@ -39,12 +39,6 @@ def no_leftover_processes() -> Iterator[None]:
     reap()
 
 
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
-
-
 def add_due(db: Path, targets: list[tuple[str, str]], n: int = 1) -> list[int]:
     """Add `n` one-shots due a minute ago on the real clock, each with all `targets`."""
     store = SQLiteStore(db)

@@ -1,7 +1,6 @@
 """The notify extra as an install without it meets it, through real processes: Apprise is shadowed
 by a module that fails to import, exactly as `import apprise` fails when it is not installed."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +18,6 @@ def without_apprise(tmp_path: Path) -> dict[str, str]:
     shadow.mkdir()
     (shadow / "apprise.py").write_text("raise ImportError(\"No module named 'apprise'\")\n")
     return {"PYTHONPATH": f"{shadow}:{ROOT}"}
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 def test_add_notify_without_the_extra_says_how_to_install_it_and_writes_nothing(

@@ -31,12 +31,6 @@ def no_leftover_processes() -> Iterator[None]:
     reap()
 
 
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
-
-
 def add_due(db: Path, n: int, urls: list[str]) -> list[int]:
     """Add `n` one-shots due an hour ago (on the real clock, which the CLI reads), each with
     every URL as a webhook target."""

@@ -17,12 +17,6 @@ T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
-
-
-@pytest.fixture
 def queue(db: Db, monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> Iterator[Queue]:
     for name in ("DUEQUEUE_SMTP_URL", "DUEQUEUE_CONFIG", "DUEQUEUE_WEBHOOK_SECRET"):
         monkeypatch.delenv(name, raising=False)

@@ -1,7 +1,6 @@
 """The operator's commands through the CLI, against real loopback servers where they talk to one."""
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,12 +13,6 @@ from tests.stores import Db
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 HOOK = "https://hooks.example.com/r"
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 @pytest.fixture

@@ -90,12 +90,6 @@ class Receivers:
 
 
 @pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
-
-
-@pytest.fixture
 def store(db_path: Path) -> Iterator[SQLiteStore]:
     s = SQLiteStore(db_path, busy_timeout_ms=10_000)
     yield s

@@ -4,9 +4,7 @@ The tick claims at `now`, but its deliveries end later (by the clock the ledger'
 dead letter stamped with the claim's `now` would seem to die before its last attempt.
 """
 
-from collections.abc import Callable, Iterator
-
-import pytest
+from collections.abc import Callable
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.policy import RetryPolicy
@@ -15,12 +13,6 @@ from tests.servers import HttpSink, Reply
 from tests.store_contract import NOW, reminder
 
 ATTEMPT_ENDS = NOW + 7_000  # the receiver took 7 s: the clock has moved on since the claim
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 def _tick(store: Store, max_retries: int = 3) -> None:

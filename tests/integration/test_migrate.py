@@ -1,6 +1,5 @@
 """`duequeue migrate`: an SQLite database copied into PostgreSQL reads the same there."""
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,6 @@ from tests.pg import admin_connect
 from tests.servers import HttpSink, Reply
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 def _cli(db: Path | str) -> Cli:

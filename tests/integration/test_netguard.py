@@ -12,8 +12,6 @@ import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import pytest
-
 from duequeue.channels.base import Message, Outcome
 from duequeue.channels.netguard import Guard, IPAddress
 from duequeue.channels.webhook import WebhookChannel
@@ -27,12 +25,6 @@ REFUSED = "a test-blocked address; refused by DUEQUEUE_WEBHOOK_BLOCK_PRIVATE"
 
 def judge(ip: IPAddress) -> str | None:
     return "a test-blocked address" if str(ip) == BLOCKED else None
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 @contextlib.contextmanager

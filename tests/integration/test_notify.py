@@ -4,7 +4,6 @@ expects, retries, no second send, partial success, timeouts off the event loop, 
 
 import json
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,12 +17,6 @@ T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 TOKEN = "AbCdEfGhIjKlMnOp"  # a Gotify application token: a secret
 TOPIC = "reminders-7fq2x9"  # an ntfy topic: on a public server, all it takes to read or post
 NOTHING = dict.fromkeys(("claimed", "sent", "partial", "retried", "dead", "skipped", "released"), 0)
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 @pytest.fixture

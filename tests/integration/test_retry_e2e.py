@@ -1,6 +1,6 @@
 """Something failed: find it, fix it, retry it; end to end against a real HTTP server."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -11,12 +11,6 @@ from tests.servers import HttpSink, Reply
 from tests.stores import Db
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 @pytest.fixture

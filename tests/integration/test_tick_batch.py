@@ -2,7 +2,7 @@
 nothing that was sent forgotten when the tick fails half-way."""
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -42,12 +42,6 @@ class WatchedStore(SQLiteStore):
             if any((w.reminder_id, t) not in self.recorded for (t,) in targets):
                 self.early.append(w.reminder_id)
         return super().write_back(owner, now, items)
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 def fill(store: SQLiteStore, url: str, n: int = ROWS) -> None:

@@ -30,12 +30,6 @@ def smtp() -> Iterator[SmtpSink]:
 
 
 @pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
-
-
-@pytest.fixture
 def cli(db: Db, smtp: SmtpSink) -> Cli:
     return Cli(
         db,

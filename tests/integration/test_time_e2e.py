@@ -1,11 +1,8 @@
 """Time end to end: simulated cron over days, DST, outages, misfire grace, next and --dry-run."""
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-import pytest
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.store.sqlite import SQLiteStore
@@ -15,12 +12,6 @@ from tests.servers import HttpSink
 
 NY_START = datetime(2027, 11, 6, 4, 0, tzinfo=UTC)  # 2027-11-06 00:00 EDT; fall back on the 7th
 OUTAGE = (datetime(2027, 11, 8, 8, 0, tzinfo=UTC), datetime(2027, 11, 8, 14, 0, tzinfo=UTC))
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 def fired(http: HttpSink, path: str) -> list[str]:

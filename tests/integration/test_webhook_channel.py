@@ -8,7 +8,6 @@ import asyncio
 import base64
 import json
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.utils import formatdate
 from typing import Any
@@ -38,12 +37,6 @@ MSG = Message(
 KEY = b"duequeue-test-key-0123456789abcdef"
 SECRET = "whsec_" + base64.b64encode(KEY).decode()
 NOW = 1_700_000_000.75
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 def send(url: str, msg: Message = MSG, **options: Any) -> Outcome:

@@ -3,7 +3,6 @@ a receiver holding only the old secret and one holding only the new both accept 
 
 import base64
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,12 +18,6 @@ T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 OLD = "whsec_" + base64.b64encode(b"old-secret-of-the-receiver-0123").decode()
 NEW = "whsec_" + base64.b64encode(b"new-secret-of-the-receiver-4567").decode()
 OTHER = "whsec_" + base64.b64encode(b"another-receiver-own-secret-89ab").decode()
-
-
-@pytest.fixture
-def http() -> Iterator[HttpSink]:
-    with HttpSink() as sink:
-        yield sink
 
 
 @pytest.fixture
