@@ -4,14 +4,13 @@ import contextlib
 import os
 import secrets
 from collections.abc import Iterator, Sequence
-from importlib.resources import files
 from pathlib import Path
 from typing import Any, cast
 
 import apsw
 
 from duequeue.errors import StoreError
-from duequeue.store import access, reads, retries, tick_sql
+from duequeue.store import access, reads, retries, schema, tick_sql
 from duequeue.store import rows as shared
 from duequeue.store.base import (
     Change,
@@ -28,7 +27,7 @@ from duequeue.store.sql import SQLITE, Row
 from duequeue.store.sqlite_errors import guarded, one_line, store_error
 from duequeue.store.sqlite_ops import REMINDER_PARAMS, OperatorQueries, SQLiteRun
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = schema.VERSION
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
 BUSY_TIMEOUT_MS = 5000
 
@@ -40,7 +39,7 @@ _CLAIM = tick_sql.claim(SQLITE)
 
 def schema_sql() -> str:
     """Return the schema shipped inside the package."""
-    return files("duequeue").joinpath("schema.sql").read_text(encoding="utf-8")
+    return schema.current("sqlite")
 
 
 class SQLiteStore(OperatorQueries, Store):
@@ -389,45 +388,15 @@ def _write_back_params(w: WriteBack, now: int, owner: str) -> Row:
 
 
 def _upgrade(cur: apsw.Cursor, version: int) -> None:
-    """Bring an older database to SCHEMA_VERSION, one version at a time, in one transaction."""
-    from duequeue.store import upgrades
-
-    if version < 2:  # dead letters learn when they were retried
-        cur.execute("ALTER TABLE dead_letters ADD COLUMN retried_at INTEGER")
-    if version < 3:
-        cur.execute(
-            upgrades.UPGRADE_TO_3.replace("{ID}", "INTEGER PRIMARY KEY").replace("{INT}", "INTEGER")
-        )
-    if version < 4:
-        cur.execute(upgrades.UPGRADE_TO_4)
-        _widen_channels(cur)
+    """Bring an older database to SCHEMA_VERSION with the numbered migrations, in one
+    transaction (the caller's)."""
+    for step in schema.migrations("sqlite", version):
+        cur.execute(step.sql)
+        # A migration may edit a table's stored CREATE text (writable_schema); a higher
+        # schema_version makes every connection read the new text. Harmless otherwise.
+        changed = int(_fetch(cur, "PRAGMA schema_version")[0][0])
+        cur.execute(f"PRAGMA schema_version = {changed + 1}")
     cur.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-
-def _widen_channels(cur: apsw.Cursor) -> None:
-    """Let targets.channel take 'notify': SQLite's documented way to change a CHECK.
-
-    A CHECK that admits more values changes nothing on disk, so the table's stored CREATE text
-    is edited in place (https://sqlite.org/lang_altertable.html, "other kinds of table schema
-    changes") instead of copying every target into a new table, which would also cascade
-    deletes into the ledger under foreign_keys. Bumping schema_version makes every connection
-    read the new text.
-    """
-    from duequeue.store import upgrades
-
-    version = int(_fetch(cur, "PRAGMA schema_version")[0][0])
-    cur.execute("PRAGMA writable_schema = ON")
-    try:
-        cur.execute(
-            "UPDATE sqlite_schema SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = ?",
-            (upgrades.CHANNELS_3, upgrades.CHANNELS_4, "targets"),
-        )
-        cur.execute(f"PRAGMA schema_version = {version + 1}")
-    finally:
-        cur.execute("PRAGMA writable_schema = OFF")
-    text = _fetch(cur, "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'targets'")
-    if upgrades.CHANNELS_4 not in str(text[0][0]):
-        raise StoreError("cannot upgrade the targets table: its CREATE text is not duequeue's")
 
 
 def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> list[Row]:

@@ -1,0 +1,24 @@
+"""The wheel carries what a database needs at run time: both schema files and every migration."""
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from duequeue.store import schema
+from tests.paths import ROOT
+
+
+def test_the_wheel_ships_the_schemas_and_every_migration(tmp_path: Path) -> None:
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("duequeue-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"duequeue/schema.sql", "duequeue/schema_postgres.sql"} <= names
+    for dialect, oldest in schema.OLDEST.items():
+        for step in schema.migrations(dialect, oldest):
+            assert f"duequeue/store/migrations/{dialect}/{step.name}" in names
