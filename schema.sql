@@ -1,4 +1,4 @@
--- duequeue schema, version 4 (SQLite). The single source of truth: applied on first use of a
+-- duequeue schema, version 5 (SQLite). The single source of truth: applied on first use of a
 -- database and shipped inside the wheel. Every time is INTEGER unix milliseconds UTC.
 
 -- 'dque': marks the file as ours, so a foreign SQLite database is refused instead of altered.
@@ -55,7 +55,10 @@ CREATE TABLE deliveries (
     outcome     TEXT NOT NULL CHECK (outcome IN ('sent', 'failed', 'permanent')),
     error       TEXT,
     attempt     INTEGER NOT NULL,
-    at          INTEGER NOT NULL
+    at          INTEGER NOT NULL,
+    -- Version 5. After a failure that may clear: the earliest next attempt of this target for
+    -- this fire (the backoff, Retry-After), so a target's own retries are paced by the ledger.
+    retry_at    INTEGER
 );
 
 CREATE INDEX deliveries_fire ON deliveries (reminder_id, fire_at);
@@ -98,4 +101,4 @@ CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT 
 -- Version 4: `doctor` finds the notify targets without reading the others.
 CREATE INDEX targets_notify ON targets (address) WHERE channel = 'notify';
 
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;

@@ -1,4 +1,4 @@
--- duequeue schema, version 4 (PostgreSQL): the counterpart of schema.sql, with the same tables and
+-- duequeue schema, version 5 (PostgreSQL): the counterpart of schema.sql, with the same tables and
 -- columns, so that `duequeue migrate` copies a SQLite database column for column
 -- (tests/test_schema_parity.py compares the two as applied). Applied on first
 -- use into the connection's current schema and shipped inside the wheel. Every time is BIGINT unix
@@ -63,7 +63,10 @@ CREATE TABLE deliveries (
     outcome     TEXT NOT NULL CHECK (outcome IN ('sent', 'failed', 'permanent')),
     error       TEXT,
     attempt     INTEGER NOT NULL,
-    at          BIGINT NOT NULL
+    at          BIGINT NOT NULL,
+    -- Version 5. After a failure that may clear: the earliest next attempt of this target for
+    -- this fire (the backoff, Retry-After), so a target's own retries are paced by the ledger.
+    retry_at    BIGINT
 );
 
 CREATE INDEX deliveries_fire ON deliveries (reminder_id, fire_at);
@@ -107,4 +110,4 @@ CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT 
 -- Version 4: `doctor` finds the notify targets without reading the others.
 CREATE INDEX targets_notify ON targets (address) WHERE channel = 'notify';
 
-INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '4');
+INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '5');

@@ -30,16 +30,12 @@ class _Table:
         self.times: list[float] = []
 
     def round(self, i: int) -> None:
-        from duequeue.store.base import WriteBack
+        from duequeue.engine.settle import one_shot_sent
 
         now = T_DUE + 60_000
         started = time.perf_counter()
-        claimed = self.store.claim_due(now, self.due, 3, 60_000, f"bench-{i}")
-        self.store.write_back(
-            f"bench-{i}",
-            now,
-            [WriteBack(c.id, c.fire_at, None, None, 0, None, "done", fired=True) for c in claimed],
-        )
+        claimed = self.store.claim(now, self.due, 3, 60_000, f"bench-{i}")
+        self.store.commit(f"bench-{i}", now, [], [one_shot_sent(c) for c in claimed], [])
         self.times.append(time.perf_counter() - started)
         if len(claimed) != self.due:
             raise RuntimeError(f"claimed {len(claimed)} rows, expected {self.due}")

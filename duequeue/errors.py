@@ -29,7 +29,7 @@ class StoreBusyError(StoreError):
     """The database could not take a write now but may later: locked by another writer past
     the busy timeout, a full disk, a lost connection.
 
-    A tick keeps what it could not commit and tries again (engine/groupcommit.py): its writes
+    A tick keeps what it could not commit and tries again (engine/commit.py): its writes
     are idempotent, and dropping an outcome would mean sending that target again.
     """
 

@@ -1,33 +1,40 @@
-"""Pure delivery rules: classify a fire's outcomes, pick the backoff, decide dead letters."""
+"""Pure delivery rules: when a failed target is tried again or dead, and what a fire amounts to.
+
+Each target of a fire keeps its own retries: a failure that may clear is tried again after the
+backoff (never sooner than a Retry-After asks) until the target has failed `max_errors` times
+for that fire; a permanent failure is never tried again. A fire is then:
+
+- **sent**: every target has it;
+- **partial**: some targets have it: the reminder moves on (they must never get it twice), and
+  each target still failing keeps its own retry of that fire;
+- **retried**: no target has it yet and some still may: the fire waits for the earliest retry;
+- **dead**: no target has it and none ever will: a dead letter an operator can retry.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from duequeue.channels.base import Outcome
 
 MAX_ERROR_TEXT = 1000
 
-
-class Verdict(StrEnum):
-    """What one attempt at one fire amounts to, across all of the row's targets."""
-
-    SUCCESS = "success"  # every target has the fire
-    PARTIAL = "partial"  # some targets have it: advance, never re-send to them
-    RETRY = "retry"  # none has it and a transient failure may clear: back off
-    DEAD = "dead"  # none has it and retrying cannot help or the retries are spent
+Verdict = Literal["sent", "partial", "retried", "dead"]
+# How one target of a fire stands after a tick: it has the fire, waits for its next retry, will
+# never get it, or was not tried (the tick ran out of time or was stopped).
+End = Literal["sent", "waiting", "dead", "untried"]
 
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """How often and how patiently a failing fire is retried.
+    """How often and how patiently a failing target is retried.
 
-    `max_errors` failed attempts dead-letter a fire. After failure number k (k < max_errors) the
-    next attempt waits `backoff_ms[k - 1]`; the last step repeats when max_errors outgrows it.
+    `max_errors` failed attempts dead-letter a target's fire. After failure number k
+    (k < max_errors) the next attempt waits `backoff_ms[k - 1]`; the last step repeats when
+    max_errors outgrows it.
     """
 
     max_errors: int = 3
@@ -38,70 +45,27 @@ class RetryPolicy:
         return self.backoff_ms[min(failures, len(self.backoff_ms)) - 1]
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The write-back for one row: verdict, new error count, retry delay and error text."""
-
-    verdict: Verdict
-    error_count: int
-    delay_ms: int | None
-    error: str | None
-
-
-_SUCCESS = Decision(Verdict.SUCCESS, 0, None, None)
-
-
-def classify(outcomes: Sequence[Outcome]) -> Verdict:
-    """Classify one attempt by its targets' outcomes, ignoring how many attempts came before."""
-    sent = sum(1 for o in outcomes if o.status == "sent")
-    if sent == len(outcomes):
-        return Verdict.SUCCESS
-    if sent:
-        return Verdict.PARTIAL
-    if all(o.status == "permanent" for o in outcomes):
-        # Every target refused for good (4xx, SMTP 5xx): a retry would be refused the same way.
-        return Verdict.DEAD
-    return Verdict.RETRY
-
-
-def decide(
-    policy: RetryPolicy, outcomes: Sequence[tuple[str, Outcome]], error_count: int
-) -> Decision:
-    """Decide the write-back for a row from its (target label, outcome) pairs."""
-    verdict = classify([o for _, o in outcomes])
-    if verdict is Verdict.SUCCESS:
-        return _SUCCESS
-    failed = [(label, o) for label, o in outcomes if o.status != "sent"]
-    if verdict is Verdict.PARTIAL:
-        # The failure does not count against the row: the targets that have the fire must never
-        # get it twice, so the row advances exactly as on success and only says what failed.
-        return Decision(verdict, 0, None, _summary("partial: ", failed))
-    failures = error_count + 1
-    if verdict is Verdict.DEAD or failures >= policy.max_errors:
-        return Decision(Verdict.DEAD, failures, None, _summary("", failed))
-    delay = _delay(policy, failures, [o for _, o in failed])
-    return Decision(Verdict.RETRY, failures, delay, _summary("", failed))
-
-
-def retry_target(policy: RetryPolicy, outcome: Outcome, failures: int) -> int | None:
-    """Return the wait in ms before a failed target of a partial success tries its fire again
-    on its own, `failures` failed attempts in; None when it is a dead letter instead.
-
-    The row has moved on (the targets that got the fire must never get it twice), so the
-    failed target keeps the same retry budget and backoff a whole fire would have had.
-    """
+def retry_at(policy: RetryPolicy, outcome: Outcome, failures: int, at: int) -> int | None:
+    """Return when a target whose attempt ended at `at` with `outcome`, its `failures`-th
+    failure of the fire, may be tried again; None when it never will (a dead letter)."""
     if outcome.status == "permanent" or failures >= policy.max_errors:
         return None
-    return _delay(policy, failures, [outcome])
-
-
-def _delay(policy: RetryPolicy, failures: int, failed: Sequence[Outcome]) -> int:
-    asked = max((o.retry_after or 0.0 for o in failed), default=0.0)
     # Retry-After is a floor: never come back sooner than the server asked.
-    return max(policy.delay_after(failures), round(asked * 1000))
+    asked = round((outcome.retry_after or 0.0) * 1000)
+    return at + max(policy.delay_after(failures), asked)
 
 
-def _summary(prefix: str, failed: Sequence[tuple[str, Outcome]]) -> str:
-    parts = [f"{label}: {o.error or o.status}" for label, o in failed]
-    text = prefix + "; ".join(parts)
+def verdict(ends: Sequence[End]) -> Verdict:
+    """Return what a fire amounts to from how each of its targets stands (none untried)."""
+    sent = ends.count("sent")
+    if sent == len(ends):
+        return "sent"
+    if sent:
+        return "partial"
+    return "retried" if "waiting" in ends else "dead"
+
+
+def summary(prefix: str, failed: Sequence[tuple[str, str | None]]) -> str:
+    """Return an error text naming each failed target (`label`) and its error, capped."""
+    text = prefix + "; ".join(f"{label}: {error or 'failed'}" for label, error in failed)
     return text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 1] + "…"

@@ -6,20 +6,26 @@ A test class inherits StoreContract and OperatorContract and gets `store` (an op
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 import pytest
 
 from duequeue.errors import NotFoundError
 from duequeue.store.base import (
     Change,
+    Claim,
+    Committed,
+    DeadFire,
     DeliveryRecord,
+    Fire,
     NewReminder,
     NewTarget,
-    NewTargetRetry,
     PruneCounts,
+    Resolution,
+    RowClaim,
+    RowState,
     Store,
-    WriteBack,
+    TargetClaim,
+    Waiting,
 )
 from duequeue.store.rows import ADD_CHUNK
 
@@ -50,17 +56,54 @@ def reminder(
     )
 
 
-def advanced(rid: int, fire_at: int, nxt: int | None) -> WriteBack:
-    return WriteBack(
-        reminder_id=rid,
-        fire_at=fire_at,
-        pending_fire_at=nxt,
-        next_fire_at=nxt,
-        error_count=0,
-        last_error=None,
-        state="pending" if nxt else "done",
-        fired=True,
+def advanced(rid: int, fire_at: int, nxt: int | None) -> Resolution:
+    """The resolution of a row's fire that reached every target: on to `nxt`, or done."""
+    state = RowState(nxt, nxt, 0, None, "pending" if nxt else "done", fired=True)
+    return Resolution(RowClaim(rid), rid, fire_at, "sent", state)
+
+
+def dead_row(rid: int, fire_at: int, errors: int, error: str, nxt: int | None = None) -> Resolution:
+    """The resolution of a row's fire no target will ever get: a dead letter; a one-shot parks."""
+    state = RowState(nxt, nxt, 0 if nxt else errors, error, "pending" if nxt else "dead")
+    return Resolution(
+        RowClaim(rid), rid, fire_at, "dead", state, dead=DeadFire(errors, error, None)
     )
+
+
+def claim(store: Store, now: int, owner: str, limit: int = 10) -> list[Fire]:
+    return store.claim(now, limit, 3, LEASE, owner)
+
+
+def ids(fires: list[Fire]) -> list[int]:
+    return [f.reminder_id for f in fires]
+
+
+def record(store: Store, *records: DeliveryRecord) -> None:
+    store.commit("recorder", NOW, records, [], [])
+
+
+def resolve(store: Store, owner: str, now: int, *resolutions: Resolution) -> Committed:
+    return store.commit(owner, now, [], resolutions, [])
+
+
+def applied(store: Store, owner: str, now: int, *resolutions: Resolution) -> int:
+    return len(resolve(store, owner, now, *resolutions).applied)
+
+
+def release(store: Store, owner: str, claims: list[Claim], now: int) -> None:
+    store.commit(owner, now, [], [], claims)
+
+
+def sent(fire: Fire) -> set[int]:
+    return {tid for tid, ledger in fire.ledger.items() if ledger.sent}
+
+
+def refused(fire: Fire) -> set[int]:
+    return {tid for tid, ledger in fire.ledger.items() if ledger.refused}
+
+
+def attempts(fire: Fire) -> dict[int, int]:
+    return {tid: ledger.attempts for tid, ledger in fire.ledger.items()}
 
 
 class StoreContract:
@@ -86,59 +129,69 @@ class StoreContract:
         assert len(store.list_view("all", NOW)) == 1
 
     def test_it_claims_due_rows_oldest_first_up_to_the_limit(self, store: Store) -> None:
-        ids = [store.add(reminder(NOW - i * MIN), NOW)[0] for i in range(5)]
-        claimed = store.claim_due(NOW, 3, 3, LEASE, "a")
-        assert [c.id for c in claimed] == [ids[4], ids[3], ids[2]]
+        rids = [store.add(reminder(NOW - i * MIN), NOW)[0] for i in range(5)]
+        assert ids(claim(store, NOW, "a", limit=3)) == [rids[4], rids[3], rids[2]]
 
     def test_it_does_not_claim_rows_that_are_not_due(self, store: Store) -> None:
         store.add(reminder(NOW + 1), NOW)
-        assert store.claim_due(NOW, 10, 3, LEASE, "a") == []
+        assert claim(store, NOW, "a") == []
 
     def test_two_claimers_never_take_the_same_row(self, store: Store) -> None:
         for i in range(10):
             store.add(reminder(NOW - i), NOW)
-        a = store.claim_due(NOW, 6, 3, LEASE, "a")
-        b = store.claim_due(NOW, 6, 3, LEASE, "b")
+        a = claim(store, NOW, "a", limit=6)
+        b = claim(store, NOW, "b", limit=6)
         assert len(a) == 6
         assert len(b) == 4
-        assert not {c.id for c in a} & {c.id for c in b}
+        assert not set(ids(a)) & set(ids(b))
 
     def _partial_with_a_retry(self, store: Store) -> tuple[int, int, int]:
-        """Add a one-shot with two targets; write back a partial success whose webhook retries
-        at NOW + MIN. Return (reminder id, email target id, webhook target id)."""
+        """Add a one-shot with two targets; commit a partial success whose webhook retries at
+        NOW + MIN. Return (reminder id, email target id, webhook target id)."""
         two = (NewTarget("email", "a@example.com"), NewTarget("webhook", "http://127.0.0.1/x"))
         rid, _ = store.add(reminder(targets=two), NOW)
-        (claim,) = store.claim_due(NOW, 10, 3, LEASE, "a")
-        email, hook = claim.targets
-        store.record(
+        (fire,) = claim(store, NOW, "a")
+        email, hook = fire.targets
+        partial = Resolution(
+            fire.claim,
+            rid,
+            NOW,
+            "partial",
+            RowState(None, None, 0, "partial: HTTP 500", "done", fired=True),
+            waiting=(Waiting(hook.id, 1, NOW + MIN, "HTTP 500"),),
+        )
+        done = store.commit(
+            "a",
+            NOW,
             [
                 DeliveryRecord(rid, email.id, NOW, "sent", None, 1, NOW),
-                DeliveryRecord(rid, hook.id, NOW, "failed", "HTTP 500", 1, NOW),
-            ]
+                DeliveryRecord(rid, hook.id, NOW, "failed", "HTTP 500", 1, NOW, NOW + MIN),
+            ],
+            [partial],
+            [],
         )
-        retry = NewTargetRetry(hook.id, 1, NOW + MIN, "HTTP 500")
-        partial = replace(advanced(rid, NOW, None), retries=(retry,))
-        assert store.write_back("a", NOW, [partial]) == 1
+        assert done.applied == (partial,)
         return rid, email.id, hook.id
 
     def test_a_target_retry_is_claimed_once_when_due_with_its_one_target(
         self, store: Store
     ) -> None:
         rid, _email, hook = self._partial_with_a_retry(store)
-        assert store.claim_due(NOW + MIN - 1, 10, 3, LEASE, "b") == []
-        (got,) = store.claim_due(NOW + MIN, 10, 3, LEASE, "b")
-        assert (got.id, got.fire_at, got.error_count, got.retry_id is not None) == (
+        assert claim(store, NOW + MIN - 1, "b") == []
+        (got,) = claim(store, NOW + MIN, "b")
+        assert (got.claim, got.reminder_id, got.fire_at, got.error_count) == (
+            TargetClaim(hook, NOW),
             rid,
             NOW,
             1,
-            True,
         )
         assert [t.id for t in got.targets] == [hook]
-        assert got.unit == -(got.retry_id or 0)
-        assert store.claim_due(NOW + MIN, 10, 3, LEASE, "c") == []  # leased to b
-        assert store.release("b", [got.unit], NOW + MIN) == 1
-        (again,) = store.claim_due(NOW + MIN, 10, 3, LEASE, "c")
-        assert again.retry_id == got.retry_id
+        assert got.ledger[hook].failures == 1
+        assert got.ledger[hook].retry_at == NOW + MIN
+        assert claim(store, NOW + MIN, "c") == []  # leased to b
+        release(store, "b", [got.claim], NOW + MIN)
+        (again,) = claim(store, NOW + MIN, "c")
+        assert again.claim == got.claim
         (pending,) = store.pending_retries(rid)
         assert (pending.target_id, pending.next_try_at) == (hook, NOW + MIN)
 
@@ -146,135 +199,179 @@ class StoreContract:
         self, store: Store
     ) -> None:
         rid, _email, _hook = self._partial_with_a_retry(store)
-        (got,) = store.claim_due(NOW + MIN, 10, 3, LEASE, "b")
-        dead = WriteBack(
-            rid, NOW, NOW, None, 3, "HTTP 500", "dead", dead_letter=True, retry_id=got.retry_id
+        (got,) = claim(store, NOW + MIN, "b")
+        dead = Resolution(
+            got.claim, rid, NOW, "dead", dead=DeadFire(3, "webhook x: HTTP 500", None)
         )
-        assert store.write_back("c", NOW + MIN, [dead]) == 0  # not c's lease
-        assert store.write_back("b", NOW + MIN, [dead]) == 1
+        assert resolve(store, "c", NOW + MIN, dead).refused == (dead,)  # not c's lease
+        assert resolve(store, "b", NOW + MIN, dead).applied == (dead,)
         assert store.pending_retries(rid) == []
         (letter,) = store.dead_letters(rid)
-        assert (letter.fire_at, letter.error_count, letter.last_error) == (NOW, 3, "HTTP 500")
+        assert (letter.fire_at, letter.error_count, letter.last_error) == (
+            NOW,
+            3,
+            "webhook x: HTTP 500",
+        )
         assert store.stats(NOW + MIN).retrying_targets == 0
+
+    def test_a_target_retry_that_waits_again_keeps_its_row_with_its_new_state(
+        self, store: Store
+    ) -> None:
+        rid, _email, hook = self._partial_with_a_retry(store)
+        (got,) = claim(store, NOW + MIN, "b")
+        again = Resolution(
+            got.claim, rid, NOW, "retried", waiting=(Waiting(hook, 2, NOW + 6 * MIN, "HTTP 503"),)
+        )
+        assert applied(store, "b", NOW + MIN, again) == 1
+        (pending,) = store.pending_retries(rid)
+        assert (pending.error_count, pending.next_try_at, pending.last_error) == (
+            2,
+            NOW + 6 * MIN,
+            "HTTP 503",
+        )
+        assert claim(store, NOW + 6 * MIN - 1, "c") == []  # not leased: not due yet
+        assert [f.claim for f in claim(store, NOW + 6 * MIN, "c")] == [got.claim]
 
     def test_a_target_retry_whose_send_was_recorded_is_claimed_as_sent(self, store: Store) -> None:
         rid, _email, hook = self._partial_with_a_retry(store)
-        (_got,) = store.claim_due(NOW + MIN, 10, 3, LEASE, "b")
-        store.record([DeliveryRecord(rid, hook, NOW, "sent", None, 2, NOW + MIN)])
-        # b crashed before its write-back: the next claim knows the target has the fire.
-        (again,) = store.claim_due(NOW + MIN + LEASE + 1, 10, 3, LEASE, "c")
-        assert again.sent == frozenset({hook})
+        (_got,) = claim(store, NOW + MIN, "b")
+        record(store, DeliveryRecord(rid, hook, NOW, "sent", None, 2, NOW + MIN))
+        # b crashed before its resolution: the next claim knows the target has the fire.
+        (again,) = claim(store, NOW + MIN + LEASE + 1, "c")
+        assert sent(again) == {hook}
 
     def test_a_row_whose_lease_ran_out_is_claimable_again(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)
-        assert [c.id for c in store.claim_due(NOW, 10, 3, LEASE, "crashed")] == [rid]
-        assert store.claim_due(NOW + LEASE - 1, 10, 3, LEASE, "b") == []
-        assert [c.id for c in store.claim_due(NOW + LEASE + 1, 10, 3, LEASE, "b")] == [rid]
+        assert ids(claim(store, NOW, "crashed")) == [rid]
+        assert claim(store, NOW + LEASE - 1, "b") == []
+        assert ids(claim(store, NOW + LEASE + 1, "b")) == [rid]
 
     def test_it_does_not_claim_rows_at_the_error_limit(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)
-        store.claim_due(NOW, 10, 3, LEASE, "a")
-        failing = WriteBack(rid, NOW, NOW, NOW, 3, "boom", "pending")
-        assert store.write_back("a", NOW, [failing]) == 1
-        assert store.claim_due(NOW + 1, 10, 3, LEASE, "b") == []
+        claim(store, NOW, "a")
+        failing = Resolution(
+            RowClaim(rid), rid, NOW, "retried", RowState(NOW, NOW, 3, "boom", "pending")
+        )
+        assert applied(store, "a", NOW, failing) == 1
+        assert claim(store, NOW + 1, "b") == []
 
-    def test_the_ledger_tells_a_later_claim_what_was_already_sent(self, store: Store) -> None:
+    def test_the_ledger_tells_a_later_claim_what_each_target_stands_at(self, store: Store) -> None:
         two = (NewTarget("email", "a@example.com"), NewTarget("webhook", "http://127.0.0.1/x"))
         rid, _ = store.add(reminder(targets=two), NOW)
-        (claim,) = store.claim_due(NOW, 10, 3, LEASE, "a")
-        email, hook = claim.targets
-        store.record(
-            [
-                DeliveryRecord(rid, email.id, NOW, "sent", None, 1, NOW + 5),
-                DeliveryRecord(rid, hook.id, NOW, "failed", "HTTP 500", 1, NOW + 6),
-            ]
+        (fire,) = claim(store, NOW, "a")
+        email, hook = fire.targets
+        record(
+            store,
+            DeliveryRecord(rid, email.id, NOW, "sent", None, 1, NOW + 5),
+            DeliveryRecord(rid, hook.id, NOW, "failed", "HTTP 500", 1, NOW + 6, NOW + MIN),
         )
-        (again,) = store.claim_due(NOW + LEASE + 1, 10, 3, LEASE, "b")
-        assert again.sent == frozenset({email.id})
-        assert again.permanent == frozenset()
-        assert again.attempts == {email.id: 1, hook.id: 1}
+        (again,) = claim(store, NOW + LEASE + 1, "b")
+        assert sent(again) == {email.id}
+        assert refused(again) == set()
+        assert attempts(again) == {email.id: 1, hook.id: 1}
+        h = again.ledger[hook.id]
+        assert (h.failures, h.retry_at, h.last_error) == (1, NOW + MIN, "HTTP 500")
 
     def test_a_batch_claim_gives_each_row_the_ledger_of_its_own_fire(self, store: Store) -> None:
-        ids = [store.add(reminder(NOW - i), NOW)[0] for i in range(3)]
-        claims = {c.id: c for c in store.claim_due(NOW, 10, 3, LEASE, "a")}
-        first, second, third = (claims[i] for i in ids)
+        rids = [store.add(reminder(NOW - i), NOW)[0] for i in range(3)]
+        fires = {f.reminder_id: f for f in claim(store, NOW, "a")}
+        first, second, third = (fires[i] for i in rids)
         (t1,), (t2,), (t3,) = first.targets, second.targets, third.targets
-        store.record(
-            [
-                DeliveryRecord(first.id, t1.id, first.fire_at, "sent", None, 1, NOW),
-                DeliveryRecord(second.id, t2.id, second.fire_at, "failed", "HTTP 500", 1, NOW),
-                DeliveryRecord(second.id, t2.id, second.fire_at, "permanent", "HTTP 410", 2, NOW),
-                # another fire of the third row: not the one being claimed, so not counted
-                DeliveryRecord(third.id, t3.id, third.fire_at - MIN, "sent", None, 1, NOW),
-            ]
+        record(
+            store,
+            DeliveryRecord(first.reminder_id, t1.id, first.fire_at, "sent", None, 1, NOW),
+            DeliveryRecord(second.reminder_id, t2.id, second.fire_at, "failed", "500", 1, NOW),
+            DeliveryRecord(second.reminder_id, t2.id, second.fire_at, "permanent", "410", 2, NOW),
+            # another fire of the third row: not the one being claimed, so not counted
+            DeliveryRecord(third.reminder_id, t3.id, third.fire_at - MIN, "sent", None, 1, NOW),
         )
-        again = {c.id: c for c in store.claim_due(NOW + LEASE + 1, 10, 3, LEASE, "b")}
-        assert (again[first.id].sent, again[first.id].attempts) == (frozenset({t1.id}), {t1.id: 1})
-        assert again[second.id].sent == frozenset()
-        assert again[second.id].permanent == frozenset({t2.id})
-        assert again[second.id].attempts == {t2.id: 2}
-        assert (again[third.id].sent, again[third.id].attempts) == (frozenset(), {})
+        again = {f.reminder_id: f for f in claim(store, NOW + LEASE + 1, "b")}
+        assert (sent(again[first.reminder_id]), attempts(again[first.reminder_id])) == (
+            {t1.id},
+            {t1.id: 1},
+        )
+        assert sent(again[second.reminder_id]) == set()
+        assert refused(again[second.reminder_id]) == {t2.id}
+        assert again[second.reminder_id].ledger[t2.id].failures == 2
+        assert (sent(again[third.reminder_id]), attempts(again[third.reminder_id])) == (set(), {})
 
     def test_a_target_is_recorded_as_sent_at_most_once_per_fire(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)
-        (claim,) = store.claim_due(NOW, 10, 3, LEASE, "a")
-        tid = claim.targets[0].id
-        store.record([DeliveryRecord(rid, tid, NOW, "sent", None, 1, NOW)])
-        store.record([DeliveryRecord(rid, tid, NOW, "sent", None, 2, NOW)])
-        store.record([DeliveryRecord(rid, tid, NOW + MIN, "sent", None, 1, NOW)])
+        (fire,) = claim(store, NOW, "a")
+        tid = fire.targets[0].id
+        record(store, DeliveryRecord(rid, tid, NOW, "sent", None, 1, NOW))
+        record(store, DeliveryRecord(rid, tid, NOW, "sent", None, 2, NOW))
+        record(store, DeliveryRecord(rid, tid, NOW + MIN, "sent", None, 1, NOW))
         assert [(d.fire_at, d.attempt) for d in store.deliveries(rid)] == [(NOW, 1), (NOW + MIN, 1)]
 
-    def test_write_back_needs_the_lease(self, store: Store) -> None:
+    def test_the_same_attempt_recorded_again_is_kept_once(self, store: Store) -> None:
+        # A commit repeated after a lost connection, or taken over from a failed helper.
         rid, _ = store.add(reminder(), NOW)
-        store.claim_due(NOW, 10, 3, LEASE, "a")
-        assert store.write_back("intruder", NOW, [advanced(rid, NOW, None)]) == 0
-        assert store.write_back("a", NOW, [advanced(rid, NOW, None)]) == 1
-        assert store.write_back("a", NOW, [advanced(rid, NOW, None)]) == 0  # lease is gone
+        (fire,) = claim(store, NOW, "a")
+        tid = fire.targets[0].id
+        failed = DeliveryRecord(rid, tid, NOW, "failed", "HTTP 500", 1, NOW, NOW + MIN)
+        record(store, failed)
+        record(store, failed)
+        assert [(d.outcome, d.attempt) for d in store.deliveries(rid)] == [("failed", 1)]
+
+    def test_resolutions_and_releases_need_the_lease_but_records_always_land(
+        self, store: Store
+    ) -> None:
+        rid, _ = store.add(reminder(), NOW)
+        (fire,) = claim(store, NOW, "a")
+        tid = fire.targets[0].id
+        late = DeliveryRecord(rid, tid, NOW, "sent", None, 1, NOW)
+        done = store.commit("intruder", NOW, [late], [advanced(rid, NOW, None)], [fire.claim])
+        assert (done.applied, len(done.refused)) == ((), 1)
+        assert [d.outcome for d in store.deliveries(rid)] == ["sent"]  # a fact, whoever says it
+        assert claim(store, NOW, "b") == []  # still a's
+        assert applied(store, "a", NOW, advanced(rid, NOW, None)) == 1
+        assert applied(store, "a", NOW, advanced(rid, NOW, None)) == 0  # lease is gone
         view = store.get(rid)
         assert view is not None
         assert (view.state, view.next_fire_at, view.last_fired_at) == ("done", None, NOW)
 
-    def test_a_stolen_lease_loses_the_write_back(self, store: Store) -> None:
+    def test_a_stolen_lease_loses_the_resolution(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)
-        store.claim_due(NOW, 10, 3, LEASE, "slow")
-        store.claim_due(NOW + LEASE + 1, 10, 3, LEASE, "fresh")
-        assert store.write_back("slow", NOW, [advanced(rid, NOW, None)]) == 0
-        assert store.write_back("fresh", NOW, [advanced(rid, NOW, None)]) == 1
+        claim(store, NOW, "slow")
+        claim(store, NOW + LEASE + 1, "fresh")
+        assert applied(store, "slow", NOW, advanced(rid, NOW, None)) == 0
+        assert applied(store, "fresh", NOW, advanced(rid, NOW, None)) == 1
 
     def test_a_dead_one_shot_is_parked_and_listed_as_dead(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)
-        store.claim_due(NOW, 10, 3, LEASE, "a")
-        dead = WriteBack(rid, NOW, None, None, 3, "HTTP 500", "dead", dead_letter=True)
-        store.write_back("a", NOW + 1, [dead])
+        claim(store, NOW, "a")
+        assert applied(store, "a", NOW + 1, dead_row(rid, NOW, 3, "HTTP 500")) == 1
         (view,) = store.list_view("dead", NOW)
         assert (view.id, view.state, view.dead_fire_at, view.error_count) == (rid, "dead", NOW, 3)
         assert view.next_fire_at is None
-        assert store.claim_due(NOW + LEASE * 10, 10, 3, LEASE, "b") == []
+        assert claim(store, NOW + LEASE * 10, "b") == []
 
     def test_a_dead_fire_of_a_recurring_row_is_listed_while_the_row_goes_on(
         self, store: Store
     ) -> None:
         rid, _ = store.add(reminder(rule="FREQ=DAILY"), NOW)
-        store.claim_due(NOW, 10, 3, LEASE, "a")
+        claim(store, NOW, "a")
         day = 24 * 60 * MIN
-        dead = WriteBack(rid, NOW, NOW + day, NOW + day, 0, "HTTP 500", "pending", True)
-        store.write_back("a", NOW + 1, [dead])
+        resolve(store, "a", NOW + 1, dead_row(rid, NOW, 3, "HTTP 500", NOW + day))
         (view,) = store.list_view("dead", NOW)
         assert (view.dead_fire_at, view.state, view.next_fire_at) == (NOW, "pending", NOW + day)
         assert [v.id for v in store.list_view("pending", NOW)] == [rid]
 
-    def test_released_rows_are_claimable_at_once(self, store: Store) -> None:
+    def test_released_claims_are_claimable_at_once(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)
-        store.claim_due(NOW, 10, 3, LEASE, "a")
-        store.release("a", [rid], NOW)
-        assert [c.id for c in store.claim_due(NOW, 10, 3, LEASE, "b")] == [rid]
+        (fire,) = claim(store, NOW, "a")
+        release(store, "b", [fire.claim], NOW)  # not b's to release
+        assert claim(store, NOW, "c") == []
+        release(store, "a", [fire.claim], NOW)
+        assert ids(claim(store, NOW, "b")) == [rid]
 
     def test_views_split_due_pending_and_all(self, store: Store) -> None:
         due, _ = store.add(reminder(NOW - MIN), NOW)
         later, _ = store.add(reminder(NOW + MIN), NOW)
         done, _ = store.add(reminder(NOW - 2 * MIN), NOW)
-        store.claim_due(NOW, 1, 3, LEASE, "a")
-        store.write_back("a", NOW, [advanced(done, NOW - 2 * MIN, None)])
+        claim(store, NOW, "a", limit=1)
+        resolve(store, "a", NOW, advanced(done, NOW - 2 * MIN, None))
         assert [v.id for v in store.list_view("due", NOW)] == [due]
         assert [v.id for v in store.list_view("pending", NOW)] == [due, later]
         assert [v.id for v in store.list_view("all", NOW)] == [due, later, done]
@@ -312,18 +409,18 @@ class StoreContract:
         taken: list[list[int]] = []
         lock = threading.Lock()
 
-        def claim(owner: str) -> None:
+        def claimer(owner: str) -> None:
             other = open_store()
             try:
                 mine: list[int] = []
-                while batch := other.claim_due(NOW, 7, 3, LEASE, owner):
-                    mine.extend(c.id for c in batch)
+                while batch := claim(other, NOW, owner, limit=7):
+                    mine.extend(ids(batch))
                 with lock:
                     taken.append(mine)
             finally:
                 other.close()
 
-        threads = [threading.Thread(target=claim, args=(f"o{i}",)) for i in range(4)]
+        threads = [threading.Thread(target=claimer, args=(f"o{i}",)) for i in range(4)]
         for t in threads:
             t.start()
         for t in threads:
@@ -339,14 +436,13 @@ DAY = 24 * 60 * MIN
 def dead_one_shot(store: Store, fire_at: int = NOW, **kw: object) -> int:
     """Add a one-shot, fail its only attempt for good, and dead-letter it at fire_at + 1."""
     rid, _ = store.add(reminder(fire_at, **kw), fire_at)  # type: ignore[arg-type]
-    (claim,) = store.claim_due(fire_at, 10, 3, LEASE, "t")
+    (fire,) = claim(store, fire_at, "t")
     records = [
         DeliveryRecord(rid, t.id, fire_at, "permanent", "HTTP 410", 1, fire_at + 1)
-        for t in claim.targets
+        for t in fire.targets
     ]
-    store.record(records)
-    dead = WriteBack(rid, fire_at, None, None, 1, "HTTP 410", "dead", dead_letter=True)
-    assert store.write_back("t", fire_at + 1, [dead]) == 1
+    dead = dead_row(rid, fire_at, 1, "HTTP 410")
+    assert len(store.commit("t", fire_at + 1, records, [dead], []).applied) == 1
     return rid
 
 
@@ -419,7 +515,7 @@ class OperatorContract:
         rid, _ = store.add(reminder(NOW - MIN), NOW)
         keep, _ = store.add(reminder(NOW - MIN), NOW)
         assert store.cancel([rid], NOW) == [Change(rid)]
-        assert [c.id for c in store.claim_due(NOW + DAY, 10, 3, LEASE, "a")] == [keep]
+        assert ids(claim(store, NOW + DAY, "a")) == [keep]
         view = store.get(rid)
         assert view is not None
         assert (view.state, view.next_fire_at) == ("cancelled", None)
@@ -430,8 +526,8 @@ class OperatorContract:
 
     def test_cancel_skips_a_finished_row(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)
-        store.claim_due(NOW, 10, 3, LEASE, "a")
-        store.write_back("a", NOW, [advanced(rid, NOW, None)])
+        claim(store, NOW, "a")
+        resolve(store, "a", NOW, advanced(rid, NOW, None))
         (change,) = store.cancel([rid], NOW)
         assert change.skipped is not None
         view = store.get(rid)
@@ -448,29 +544,27 @@ class OperatorContract:
 
     def test_cancel_wins_over_a_tick_holding_the_row(self, store: Store) -> None:
         rid, _ = store.add(reminder(rule="FREQ=DAILY"), NOW)
-        store.claim_due(NOW, 10, 3, LEASE, "tick")
+        claim(store, NOW, "tick")
         assert store.cancel([rid], NOW + 1) == [Change(rid)]
-        assert store.write_back("tick", NOW + 2, [advanced(rid, NOW, NOW + DAY)]) == 0
+        assert applied(store, "tick", NOW + 2, advanced(rid, NOW, NOW + DAY)) == 0
         view = store.get(rid)
         assert view is not None
         assert (view.state, view.next_fire_at) == ("cancelled", None)
-        assert store.claim_due(NOW + 2 * DAY, 10, 3, LEASE, "b") == []
+        assert claim(store, NOW + 2 * DAY, "b") == []
 
     def test_retry_rearms_a_dead_one_shot_due_now_and_forgets_old_refusals(
         self, store: Store
     ) -> None:
         two = (NewTarget("email", "a@example.com"), NewTarget("webhook", "http://127.0.0.1/x"))
         rid, _ = store.add(reminder(targets=two), NOW)
-        (claim,) = store.claim_due(NOW, 10, 3, LEASE, "t")
-        email, hook = claim.targets
-        store.record(
-            [
-                DeliveryRecord(rid, email.id, NOW, "sent", None, 1, NOW + 1),
-                DeliveryRecord(rid, hook.id, NOW, "permanent", "HTTP 404", 1, NOW + 1),
-            ]
+        (fire,) = claim(store, NOW, "t")
+        email, hook = fire.targets
+        record(
+            store,
+            DeliveryRecord(rid, email.id, NOW, "sent", None, 1, NOW + 1),
+            DeliveryRecord(rid, hook.id, NOW, "permanent", "HTTP 404", 1, NOW + 1),
         )
-        dead = WriteBack(rid, NOW, None, None, 1, "HTTP 404", "dead", dead_letter=True)
-        store.write_back("t", NOW + 2, [dead])
+        resolve(store, "t", NOW + 2, dead_row(rid, NOW, 1, "HTTP 404"))
         later = NOW + DAY
         assert store.retry_dead([rid], later) == [Change(rid, fire_at=NOW)]
 
@@ -483,38 +577,39 @@ class OperatorContract:
             later,
             0,
         )
-        (again,) = store.claim_due(later, 10, 3, LEASE, "u")
+        (again,) = claim(store, later, "u")
         assert (again.fire_at, again.rearmed) == (NOW, True)
-        assert again.sent == frozenset({email.id})  # never sent twice
-        assert again.permanent == frozenset()  # the 404 came before the retry
+        assert sent(again) == {email.id}  # never sent twice
+        assert refused(again) == set()  # the 404 came before the retry
+        assert again.ledger[hook.id].failures == 0
         (letter,) = store.dead_letters(rid)
         assert (letter.fire_at, letter.retried_at, letter.last_error) == (NOW, later, "HTTP 404")
 
     def test_a_retried_fire_that_dies_again_is_listed_again(self, store: Store) -> None:
         rid = dead_one_shot(store)
         store.retry_dead([rid], NOW + MIN)
-        store.claim_due(NOW + MIN, 10, 3, LEASE, "t")
-        dead = WriteBack(rid, NOW, None, None, 3, "HTTP 500", "dead", dead_letter=True)
-        assert store.write_back("t", NOW + 2 * MIN, [dead]) == 1
+        claim(store, NOW + MIN, "t")
+        assert applied(store, "t", NOW + 2 * MIN, dead_row(rid, NOW, 3, "HTTP 500")) == 1
         (view,) = store.list_view("dead", NOW + 2 * MIN)
         assert (view.id, view.dead_fire_at, view.last_error) == (rid, NOW, "HTTP 500")
         (letter,) = store.dead_letters(rid)
         assert letter.retried_at is None
-        later = store.claim_due(NOW + 3 * MIN, 10, 3, LEASE, "u")
+        later = claim(store, NOW + 3 * MIN, "u")
         assert later == []  # parked again until the next retry
 
     def test_retry_of_a_recurring_row_rearms_its_oldest_dead_fire_once(self, store: Store) -> None:
         rid, _ = store.add(reminder(rule="FREQ=DAILY"), NOW)
         for day in (0, 1):  # two daily fires die; the row moves on each time
             fire = NOW + day * DAY
-            store.claim_due(fire, 10, 3, LEASE, "t")
-            dead = WriteBack(rid, fire, fire + DAY, fire + DAY, 0, "HTTP 500", "pending", True)
-            assert store.write_back("t", fire + 1, [dead]) == 1
+            claim(store, fire, "t")
+            assert (
+                applied(store, "t", fire + 1, dead_row(rid, fire, 3, "HTTP 500", fire + DAY)) == 1
+            )
         now = NOW + DAY + 2 * MIN  # the pending fire is tomorrow's
         assert store.retry_dead(None, now) == [Change(rid, fire_at=NOW)]
-        (claim,) = store.claim_due(now, 10, 3, LEASE, "t")
-        assert (claim.fire_at, claim.rearmed) == (NOW, True)
-        store.release("t", [rid], now)
+        (fire,) = claim(store, now, "t")
+        assert (fire.fire_at, fire.rearmed) == (NOW, True)
+        release(store, "t", [fire.claim], now)
         # The re-armed fire is pending: a second retry must not drop it for the next dead one.
         (busy,) = store.retry_dead([rid], now)
         assert (busy.fire_at, busy.skipped is not None) == (None, True)
@@ -534,7 +629,7 @@ class OperatorContract:
     def test_retry_skips_a_row_a_tick_holds(self, store: Store) -> None:
         rid = dead_one_shot(store)
         store.retry_dead([rid], NOW + MIN)
-        store.claim_due(NOW + MIN, 10, 3, LEASE, "t")
+        claim(store, NOW + MIN, "t")
         (change,) = store.retry_dead([rid], NOW + MIN)
         assert change.skipped is not None
 
@@ -544,8 +639,8 @@ class OperatorContract:
         cancelled, _ = store.add(reminder(targets=mail), NOW)
         store.cancel([cancelled], NOW)
         done, _ = store.add(reminder(targets=mail), NOW)
-        store.claim_due(NOW, 10, 3, LEASE, "a")
-        store.write_back("a", NOW, [advanced(done, NOW, None)])
+        claim(store, NOW, "a")
+        resolve(store, "a", NOW, advanced(done, NOW, None))
         assert store.pending_channels() == set()  # neither will ever send an email
         store.add(reminder(NOW + MIN), NOW)
         assert store.pending_channels() == {"webhook"}
@@ -559,13 +654,12 @@ class OperatorContract:
         gone, _ = store.add(reminder(NOW + MIN), NOW)
         store.cancel([gone], NOW)
         dead = dead_one_shot(store, NOW - 2 * DAY)
-        (claim,) = store.claim_due(NOW, 1, 3, LEASE, "t")
-        tid = claim.targets[0].id
-        store.record(
-            [
-                DeliveryRecord(due, tid, NOW - 5 * MIN, "failed", "HTTP 500", 1, NOW - 2 * MIN),
-                DeliveryRecord(due, tid, NOW - 5 * MIN, "sent", None, 2, NOW - 2 * HOUR),
-            ]
+        (fire,) = claim(store, NOW, "t", limit=1)
+        tid = fire.targets[0].id
+        record(
+            store,
+            DeliveryRecord(due, tid, NOW - 5 * MIN, "failed", "HTTP 500", 1, NOW - 2 * MIN),
+            DeliveryRecord(due, tid, NOW - 5 * MIN, "sent", None, 2, NOW - 2 * HOUR),
         )
         s = store.stats(NOW)
         assert (s.pending, s.done, s.dead, s.cancelled) == (3, 0, 1, 1)
@@ -580,17 +674,17 @@ class OperatorContract:
     ) -> None:
         old = NOW - 40 * DAY
         done, _ = store.add(reminder(old), old)
-        store.claim_due(old, 10, 3, LEASE, "t")
+        claim(store, old, "t")
         (t,) = store.get(done).targets  # type: ignore[union-attr]
-        store.record([DeliveryRecord(done, t.id, old, "sent", None, 1, old)])
-        store.write_back("t", old, [advanced(done, old, None)])
+        done_fire = DeliveryRecord(done, t.id, old, "sent", None, 1, old)
+        store.commit("t", old, [done_fire], [advanced(done, old, None)], [])
         gone, _ = store.add(reminder(NOW + DAY), old)
         store.cancel([gone], old)
         dead = dead_one_shot(store, old)  # undelivered: kept with its ledger
         daily, _ = store.add(reminder(old, rule="FREQ=DAILY"), old)
-        (claim,) = store.claim_due(old, 10, 3, LEASE, "t")
-        store.record([DeliveryRecord(daily, claim.targets[0].id, old, "sent", None, 1, old)])
-        store.write_back("t", old, [advanced(daily, old, NOW + DAY)])
+        (fire,) = claim(store, old, "t")
+        daily_fire = DeliveryRecord(daily, fire.targets[0].id, old, "sent", None, 1, old)
+        store.commit("t", old, [daily_fire], [advanced(daily, old, NOW + DAY)], [])
         fresh, _ = store.add(reminder(NOW - DAY), NOW - DAY)
         store.cancel([fresh], NOW - DAY)  # cancelled, but not long ago
 
@@ -608,12 +702,12 @@ class OperatorContract:
         old = NOW - 40 * DAY
         two = (NewTarget("email", "a@example.com"), NewTarget("webhook", "http://127.0.0.1/x"))
         rid, _ = store.add(reminder(old, targets=two), old)
-        (claim,) = store.claim_due(old, 10, 3, LEASE, "t")
-        store.record([DeliveryRecord(rid, claim.targets[0].id, old, "sent", None, 1, old)])
-        store.release("t", [rid], old)
+        (fire,) = claim(store, old, "t")
+        first = DeliveryRecord(rid, fire.targets[0].id, old, "sent", None, 1, old)
+        store.commit("t", old, [first], [], [fire.claim])
         assert store.prune(NOW - 30 * DAY).deliveries == 0
-        (again,) = store.claim_due(NOW, 10, 3, LEASE, "u")
-        assert again.sent == frozenset({claim.targets[0].id})
+        (again,) = claim(store, NOW, "u")
+        assert sent(again) == {fire.targets[0].id}
 
     def test_health_is_all_ok_on_a_fresh_store(self, store: Store) -> None:
         checks = store.health()

@@ -14,10 +14,6 @@ Channel = Literal["email", "webhook", "notify"]
 View = Literal["dead", "due", "pending", "all"]
 State = Literal["pending", "done", "dead", "cancelled"]
 
-# What a claimed row with no ledger entries for its fire shares (the usual case, thousands of rows
-# a tick): read-only, so one instance serves them all.
-NO_ATTEMPTS: Mapping[int, int] = MappingProxyType({})
-
 
 @dataclass(frozen=True, slots=True)
 class NewTarget:
@@ -59,10 +55,57 @@ class Target:
 
 
 @dataclass(frozen=True, slots=True)
-class Claimed:
-    """A row a tick has leased, with what the ledger already holds for its pending fire."""
+class RowClaim:
+    """A tick's lease on a reminder row: its pending fire, for every target that lacks it."""
 
-    id: int
+    reminder_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TargetClaim:
+    """A tick's lease on one target's own retry of a fire its reminder has moved past (a
+    partial success left it behind, see target_retries)."""
+
+    target_id: int
+    fire_at: int
+
+
+# What a tick leases, writes back and releases: a row's pending fire, or one target's retry.
+Claim = RowClaim | TargetClaim
+
+
+@dataclass(frozen=True, slots=True)
+class TargetLedger:
+    """What the ledger holds for one target of one fire: the target's own retry state.
+
+    Counted since the fire was last re-armed by `retry` (`sent` is for good): every attempt a
+    tick recorded counts, whatever stopped that tick before it wrote the row back.
+    """
+
+    sent: bool = False
+    failures: int = 0  # failed attempts (what DUEQUEUE_MAX_RETRIES bounds)
+    refused: bool = False  # a permanent failure: never tried again for this fire
+    retry_at: int | None = None  # not to be tried before this (backoff, Retry-After)
+    last_error: str | None = None
+    attempts: int = 0  # every recorded attempt, re-armed or not: the next one's number - 1
+
+
+# A fire no target was tried for yet (the usual case, thousands a tick): one shared instance.
+FRESH = TargetLedger()
+NO_LEDGER: Mapping[int, TargetLedger] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Fire:
+    """A fire a tick has leased: what to send, to whom, and what the ledger holds for it.
+
+    `targets` are those still to be settled: disabled targets (410 Gone) are left out unless
+    already tried for this fire. `ledger` maps a target id to its TargetLedger; a target not in
+    it was never tried for this fire.
+    """
+
+    claim: Claim
+    reminder_id: int
     subject: str
     body: str
     data: str | None
@@ -72,28 +115,18 @@ class Claimed:
     dtstart: int
     misfire_grace_ms: int | None
     fire_at: int
-    error_count: int
+    error_count: int  # the reminder row's (a row claim), or the target's failures (a target claim)
     targets: tuple[Target, ...]
-    sent: frozenset[int] = frozenset()  # target ids already recorded as sent for fire_at
-    # target ids that failed for good for fire_at since the fire was last re-armed by `retry`
-    permanent: frozenset[int] = frozenset()
-    attempts: Mapping[int, int] = field(default_factory=dict)  # target id -> attempts so far
+    ledger: Mapping[int, TargetLedger] = field(default_factory=lambda: NO_LEDGER)
     # fire_at is a dead fire an operator re-armed (`retry`): it goes out however late it is, and
     # the fires between it and now were handled already, so none of them counts as skipped.
     rearmed: bool = False
-    # Set for a per-target retry (the target_retries row's id): `targets` is that one target,
-    # `error_count` its failed attempts at `fire_at`, and the reminder row itself is not leased.
-    retry_id: int | None = None
-
-    @property
-    def unit(self) -> int:
-        """Return the claim's key in write-backs and releases (see Store.release)."""
-        return self.id if self.retry_id is None else -self.retry_id
 
 
 @dataclass(frozen=True, slots=True)
 class DeliveryRecord:
-    """One attempt of one target for one fire, for the ledger."""
+    """One attempt of one target for one fire, for the ledger; `retry_at`: after a failure
+    that may clear, the earliest time of the next attempt (the backoff, Retry-After)."""
 
     reminder_id: int
     target_id: int
@@ -102,56 +135,70 @@ class DeliveryRecord:
     error: str | None
     attempt: int
     at: int
+    retry_at: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class NewTargetRetry:
-    """A target that failed on a fire other targets got (partial success): it retries that
-    fire on its own from `next_try_at`, `error_count` failures in."""
+class RowState:
+    """A reminder row's new state after its pending fire was settled, held or skipped."""
+
+    pending_fire_at: int | None  # scheduled instant of the row's pending fire
+    next_fire_at: int | None  # when to try it; None parks the row
+    error_count: int
+    last_error: str | None
+    state: Literal["pending", "done", "dead"]
+    fired: bool = False  # the settled fire reached at least one target: becomes last_fired_at
+    skipped: int = 0  # fires coalesced away after missed ticks
+    dead_at: int | None = None  # a dead one-shot: when it died
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A target that retries a fire on its own (target_retries) from `next_try_at`."""
 
     target_id: int
-    error_count: int
+    failures: int
     next_try_at: int
     last_error: str | None
 
 
 @dataclass(frozen=True, slots=True)
-class WriteBack:
-    """The new state of a claimed row after a tick tried its pending fire.
+class DeadFire:
+    """A fire's dead letter: targets that will never get it (retries spent or refused)."""
 
-    For a per-target retry (`retry_id` set) state `done` means the target got the fire, `pending`
-    that it retries at next_fire_at, `dead` that it became a dead letter of its fire.
+    error_count: int  # the dead targets' own failed attempts (the most of them)
+    last_error: str | None
+    dead_at: int | None  # None: the commit's `now`
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What a claim becomes after a tick tried its fire; applied only while the lease is ours.
+
+    A row claim gets its new `row` state; a target claim's retry row is deleted, or kept with
+    the new `waiting` state of its target. `waiting` of a row claim are the targets the row
+    leaves behind, each retrying the fire on its own. `verdict` is what the tick counts it as.
     """
 
+    claim: Claim
     reminder_id: int
-    fire_at: int  # the fire that was tried
-    pending_fire_at: int | None  # scheduled instant of the next pending fire
-    next_fire_at: int | None  # when to try it; None parks the row
-    error_count: int
-    last_error: str | None
-    state: Literal["pending", "done", "dead"]
-    dead_letter: bool = False  # record fire_at as a dead letter
-    fired: bool = False  # fire_at reached at least one target: becomes last_fired_at
-    skipped: int = 0  # fires coalesced away after missed ticks
-    # When the fire died: the end of the attempt that killed it, which is later than the tick's
-    # `now` (the claim) by the time its deliveries took. None: the write-back's `now`.
-    dead_at: int | None = None
-    retry_id: int | None = None  # the write-back of a per-target retry, see Claimed.retry_id
-    # Failed attempts of fire_at, for its dead letter, when not error_count (a recurring row
-    # starts its next fire at 0 errors; a partial success does not count its failure).
-    failures: int | None = None
-    retries: tuple[NewTargetRetry, ...] = ()  # failed targets of a partial success
+    fire_at: int
+    verdict: Literal["sent", "partial", "retried", "dead", "skipped"]
+    row: RowState | None = None
+    waiting: tuple[Waiting, ...] = ()
+    dead: DeadFire | None = None
     disable: tuple[int, ...] = ()  # target ids whose endpoint answered 410 Gone
 
-    @property
-    def dead_errors(self) -> int:
-        """Return the failed attempts its dead letter records."""
-        return self.error_count if self.failures is None else self.failures
 
-    @property
-    def unit(self) -> int:
-        """Return the key of the claim this writes back (Claimed.unit)."""
-        return self.reminder_id if self.retry_id is None else -self.retry_id
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """What one commit did: the resolutions that applied, those refused because the lease was
+    no longer ours (another tick took the claim, or `cancel` / `retry` changed it), and how many
+    claims it released."""
+
+    applied: tuple[Resolution, ...] = ()
+    refused: tuple[Resolution, ...] = ()
+    released: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,34 +316,29 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def claim_due(
-        self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str
-    ) -> list[Claimed]:
-        """Lease up to `limit` due rows, oldest due first, for `owner` until now + lease_ms.
+    def claim(self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str) -> list[Fire]:
+        """Lease up to `limit` due rows, oldest due first, for `owner` until now + lease_ms, and
+        up to `limit` due target retries; return their fires with their ledger, rows first.
 
-        Due means next_fire_at <= now, error_count < max_errors, and no live lease. Up to
-        `limit` due per-target retries (next_try_at <= now, no live lease) are leased too, each
-        as a Claimed with `retry_id` set. Disabled targets are left out of every claim.
+        A due row: next_fire_at <= now, error_count < max_errors, no live lease. A due target
+        retry: next_try_at <= now, no live lease.
         """
 
     @abstractmethod
-    def record(self, records: Sequence[DeliveryRecord]) -> None:
-        """Append delivery attempts to the ledger; a second `sent` of one target and fire is
-        ignored."""
+    def commit(
+        self,
+        owner: str,
+        now: int,
+        records: Sequence[DeliveryRecord],
+        resolutions: Sequence[Resolution],
+        releases: Sequence[Claim],
+    ) -> Committed:
+        """Record delivery attempts, apply resolutions and release claims, in that order, in
+        one transaction (store/commit_sql.py has the order and why).
 
-    @abstractmethod
-    def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
-        """Apply write-backs of claims still leased by `owner`; return how many applied.
-
-        In the same transaction: a dead letter for `dead_letter` items, the per-target retries
-        of `retries`, and `disable` targets switched off.
-        """
-
-    @abstractmethod
-    def release(self, owner: str, ids: Sequence[int], now: int) -> int:
-        """Drop `owner`'s lease on claims it did not finish, so the next tick takes them.
-
-        `ids` are Claimed.unit keys: a reminder id, or minus a per-target retry's id.
+        A record is a fact and always lands (a second `sent` of one target and fire, or the
+        same attempt again, is a no-op); a resolution or release applies only while `owner`
+        still holds its claim's lease.
         """
 
     @abstractmethod
@@ -402,10 +444,3 @@ class Store(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the connection."""
-
-    def claimer(self) -> "Store | None":
-        """Return a second handle on this store whose `claim_due` never waits for a lock held by
-        another writer (it raises StoreBusyError at once instead), for a caller that must not
-        block; None when this store cannot claim without waiting (a claim over the network
-        always waits for its round trip). The caller closes it."""
-        return None

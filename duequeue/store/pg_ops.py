@@ -26,6 +26,18 @@ class PgRun:
         self._cur.execute(sql.encode(), args)
         return self._cur.fetchall() if self._cur.description is not None else []
 
+    def many(self, sql: str, rows: Sequence[Mapping[str, Any]], /) -> list[Row]:
+        if not rows:
+            return []
+        # Pipelined: the batch costs about one round trip, not one per row.
+        self._cur.executemany(sql.encode(), rows, returning=True)
+        found: list[Row] = []
+        while True:
+            if self._cur.description is not None:
+                found.extend(self._cur.fetchall())
+            if not self._cur.nextset():
+                return found
+
     def changed(self) -> int:
         return self._cur.rowcount
 

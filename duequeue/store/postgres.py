@@ -7,50 +7,28 @@ columns carry the ownership past the transaction exactly as on SQLite.
 
 from collections.abc import Iterable, Sequence
 
-from duequeue.store import ops_sql, pg_rows, reads, retries, tick_sql
+from duequeue.store import claim_sql, commit_sql, ops_sql, reads, retries
 from duequeue.store import rows as shared
 from duequeue.store.base import (
     Change,
-    Claimed,
+    Claim,
+    Committed,
     DeadLetter,
     DeliveryRecord,
+    Fire,
     HealthCheck,
     NewReminder,
     PendingRetry,
     PruneCounts,
     ReminderView,
+    Resolution,
     Stats,
     Store,
     View,
-    WriteBack,
 )
 from duequeue.store.pg_ops import PgRun, add_many, health, insert_reminder
 from duequeue.store.pg_session import SCHEMA_VERSION, Cursor, Session
 from duequeue.store.sql import POSTGRES
-
-_CLAIM = tick_sql.claim(POSTGRES)
-
-# One statement: the row's update and, for a dead fire, its dead letter, so a tick's write-back
-# of one row is one round trip. The dead letter is written only if the update applied.
-_WRITE_BACK = """
-    WITH done AS (
-    UPDATE reminders SET
-        fire_at = %(pending)s, next_fire_at = %(next)s, error_count = %(errors)s,
-        last_error = %(error)s,
-        last_fired_at = CASE WHEN %(fired)s THEN %(fire)s ELSE last_fired_at END,
-        skipped_fires = skipped_fires + %(skipped)s,
-        done_at = CASE WHEN %(state)s = 'done' THEN %(now)s END,
-        dead_at = CASE WHEN %(state)s = 'dead' THEN %(dead_at)s END,
-        lease_owner = NULL, lease_until = NULL, updated_at = %(now)s
-    WHERE id = %(id)s AND lease_owner = %(owner)s
-    RETURNING id),
-    letter AS (
-    INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at)
-    SELECT id, %(fire)s, %(failures)s, %(error)s, %(dead_at)s FROM done WHERE %(dead)s
-    ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
-        error_count = excluded.error_count, last_error = excluded.last_error,
-        dead_at = excluded.dead_at, retried_at = NULL)
-    SELECT count(*) FROM done"""
 
 
 class PostgresStore(Store):
@@ -85,150 +63,36 @@ class PostgresStore(Store):
         # Without a key a repeat after a lost commit could add the reminder twice: not repeated.
         return self.session.transact(work, what="add", repeatable=r.key is not None)
 
-    def claim_due(
-        self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str
-    ) -> list[Claimed]:
-        params = {"owner": owner, "until": now + lease_ms, "now": now, "max": max_errors}
-
-        def work(cur: Cursor) -> list[Claimed]:
-            run = PgRun(cur)
-            again = retries.claim(run, POSTGRES, owner, now, now + lease_ms, limit)
-            cur.execute(_CLAIM, {**params, "limit": limit})
-            rows = cur.fetchall()
-            if not rows:
-                return again
-            shared.sort_claimed(rows)
-            ids = [int(row[0]) for row in rows]
-            targets = reads.targets(run, POSTGRES, ids)
-            ledger, rearmed = pg_rows.ledger_state(cur, ids, [int(row[9]) for row in rows])
-            claimed = [
-                shared.claimed(
-                    row,
-                    targets.get(rid, ()),
-                    ledger.get(rid),
-                    rid in rearmed,
-                )
-                for rid, row in zip(ids, rows, strict=True)
-            ]
-            return claimed + again
-
+    def claim(self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str) -> list[Fire]:
         # Repeating is safe: if the lost transaction did commit, its rows stay leased to us
         # unseen and are retaken when the lease runs out, like a crashed tick's; never twice.
-        return self.session.transact(work, what="claim", repeatable=True)
-
-    def record(self, records: Sequence[DeliveryRecord]) -> None:
-        if not records:
-            return
-        cols = list(
-            zip(
-                *(
-                    (d.reminder_id, d.target_id, d.fire_at, d.outcome, d.error, d.attempt, d.at)
-                    for d in records
-                ),
-                strict=True,
-            )
-        )
-
-        def work(cur: Cursor) -> None:
-            # A `sent` row is kept once per target and fire by the partial unique index (the
-            # ON CONFLICT names it, so the check is that index's probe); the NOT EXISTS makes
-            # repeating this insert after a lost commit add no failed attempt twice either. It
-            # matches reminder_id too (a target has one reminder) so that each new row is one
-            # probe of deliveries_fire, not a hash anti join over the whole ledger.
-            cur.execute(
-                """INSERT INTO deliveries
-                       (reminder_id, target_id, fire_at, outcome, error, attempt, at)
-                   SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::text[],
-                                        %s::text[], %s::int[], %s::bigint[])
-                       AS n(reminder_id, target_id, fire_at, outcome, error, attempt, at)
-                   WHERE NOT EXISTS (
-                       SELECT 1 FROM deliveries d
-                       WHERE d.reminder_id = n.reminder_id AND d.fire_at = n.fire_at
-                         AND d.target_id = n.target_id
-                         AND d.attempt = n.attempt AND d.outcome = n.outcome)
-                   ON CONFLICT (target_id, fire_at) WHERE outcome = 'sent' DO NOTHING""",
-                [list(c) for c in cols],
-            )
-
-        # If even the repeat fails, StoreError stops the tick: the row's lease runs out and the
-        # unrecorded target is sent again (docs/guarantees.md: at least once to the network).
-        self.session.transact(
-            work, what="recording deliveries", repeatable=True, one_statement=True
-        )
-
-    def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
-        if not items:
-            return 0
-
-        rows = [w for w in items if w.retry_id is None]
-
-        def work(cur: Cursor) -> int:
-            run = PgRun(cur)
-            applied = sum(
-                retries.write_retry(run, POSTGRES, w, owner, now)
-                for w in items
-                if w.retry_id is not None
-            )
-            if not rows:
-                return applied
-            # One statement per row, but sent together: psycopg pipelines an executemany, so a
-            # batch costs about one round trip instead of one per row (~0.2 ms each even on
-            # loopback). Each statement returns how many rows it applied: 0 when the lease
-            # was lost and the row is someone else's now.
-            cur.executemany(
-                _WRITE_BACK,
-                [
-                    {
-                        "pending": w.pending_fire_at,
-                        "next": w.next_fire_at,
-                        "errors": w.error_count,
-                        "error": w.last_error,
-                        "fired": w.fired,
-                        "fire": w.fire_at,
-                        "skipped": w.skipped,
-                        "state": w.state,
-                        "dead": w.dead_letter,
-                        "failures": w.dead_errors,
-                        "now": now,
-                        "dead_at": now if w.dead_at is None else w.dead_at,
-                        "id": w.reminder_id,
-                        "owner": owner,
-                    }
-                    for w in rows
-                ],
-                returning=True,
-            )
-            done = []
-            while True:
-                row = cur.fetchone()
-                done.append(int(row[0]) if row else 0)
-                if not cur.nextset():
-                    break
-            for w, n in zip(rows, done, strict=True):
-                if n and (w.retries or w.disable):
-                    retries.after_row(run, POSTGRES, w, now)
-            return applied + sum(done)
-
-        # Repeating is safe: a write-back that did commit cleared our lease, so the repeat
-        # matches no row (and counts 0) instead of applying twice.
         return self.session.transact(
-            work, what="write-back", repeatable=True, one_statement=len(items) == 1
+            lambda cur: claim_sql.claim(
+                PgRun(cur), POSTGRES, now, limit, max_errors, lease_ms, owner
+            ),
+            what="claim",
+            repeatable=True,
         )
 
-    def release(self, owner: str, ids: Sequence[int], now: int) -> int:
-        if not ids:
-            return 0
-
-        rows = [i for i in ids if i > 0]
-        again = [-i for i in ids if i < 0]
-
-        def work(cur: Cursor) -> None:
-            run = PgRun(cur)
-            tick_sql.release(run, POSTGRES, owner, rows, now)
-            retries.release(run, POSTGRES, owner, again)
-
-        self.session.transact(work, what="release", repeatable=True, one_statement=not again)
-        return len(ids)
+    def commit(
+        self,
+        owner: str,
+        now: int,
+        records: Sequence[DeliveryRecord],
+        resolutions: Sequence[Resolution],
+        releases: Sequence[Claim],
+    ) -> Committed:
+        # Repeating is safe: a record already there is not added again, and a resolution or
+        # release that did commit cleared our lease, so the repeat finds nothing to change. If
+        # even the repeat fails, StoreError stops the tick: its leases run out and a target sent
+        # but not recorded is sent again (docs/guarantees.md: at least once to the network).
+        return self.session.transact(
+            lambda cur: commit_sql.commit(
+                PgRun(cur), POSTGRES, owner, now, records, resolutions, releases
+            ),
+            what="commit",
+            repeatable=True,
+        )
 
     def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
         return self.session.transact(

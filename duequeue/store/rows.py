@@ -11,9 +11,7 @@ from typing import Any
 
 from duequeue.errors import NotFoundError
 from duequeue.store.base import (
-    NO_ATTEMPTS,
     Change,
-    Claimed,
     NewReminder,
     ReminderView,
     Target,
@@ -36,10 +34,6 @@ REMINDER_FIELDS = (
     "updated_at",
 )
 REMINDER_COLUMNS = ", ".join(REMINDER_FIELDS)
-
-# What a claim's UPDATE ... RETURNING gives back, in claimed()'s order.
-CLAIM_RETURNING = """id, subject, body, data, rule_kind, rule, tz, dtstart, misfire_grace_ms,
-    fire_at, error_count, next_fire_at"""
 
 # What inspect reads of a reminder (portable SQL), in view()'s order; the dead view appends
 # the dead letter's fire_at, error_count, last_error and dead_at.
@@ -99,85 +93,6 @@ def reminder_values(r: NewReminder, now: int) -> tuple[Any, ...]:
         now,
         now,
     )
-
-
-def sort_claimed(rows: list[Any]) -> None:
-    """Order claimed rows oldest due first (RETURNING gives no order)."""
-    rows.sort(key=lambda row: (row[11], row[0]))
-
-
-def claimed(
-    row: Sequence[Any],
-    targets: tuple[Target, ...],
-    ledger: "LedgerState | None",
-    rearmed: bool,
-) -> Claimed:
-    """Build a Claimed from a CLAIM_RETURNING row and its fire's ledger state (None: empty).
-
-    A disabled target (410 Gone) is left out, unless it was already tried for this fire: then
-    its refusal must still count, or the fire would end as a success with that target's
-    (target, fire) neither sent nor dead-lettered.
-    """
-    tried = NO_ATTEMPTS if ledger is None else ledger.attempts
-    if any(t.disabled_at is not None for t in targets):
-        targets = tuple(t for t in targets if t.disabled_at is None or t.id in tried)
-    if ledger is None:
-        # A fire never tried before, the usual case: nothing to copy (a claim builds thousands).
-        return Claimed(
-            int(row[0]),
-            row[1],
-            row[2],
-            row[3],
-            row[4],
-            row[5],
-            row[6],
-            int(row[7]),
-            row[8],
-            int(row[9]),
-            int(row[10]),
-            targets,
-            attempts=NO_ATTEMPTS,
-            rearmed=rearmed,
-        )
-    return Claimed(
-        id=int(row[0]),
-        subject=row[1],
-        body=row[2],
-        data=row[3],
-        rule_kind=row[4],
-        rule=row[5],
-        tz=row[6],
-        dtstart=int(row[7]),
-        misfire_grace_ms=row[8],
-        fire_at=int(row[9]),
-        error_count=int(row[10]),
-        targets=targets,
-        sent=frozenset(ledger.sent),
-        permanent=frozenset(ledger.permanent),
-        attempts=ledger.attempts,
-        rearmed=rearmed,
-    )
-
-
-class LedgerState:
-    """A claimed fire's ledger, folded from (target, outcome, count, latest) groups."""
-
-    __slots__ = ("attempts", "permanent", "sent")
-
-    def __init__(self) -> None:
-        self.sent: set[int] = set()
-        self.permanent: set[int] = set()
-        self.attempts: dict[int, int] = {}
-
-    def add(self, target_id: int, outcome: str, n: int, last: int, retried_at: int | None) -> None:
-        """Fold one group of ledger rows in."""
-        self.attempts[target_id] = self.attempts.get(target_id, 0) + n
-        if outcome == "sent":
-            self.sent.add(target_id)
-        elif outcome == "permanent" and (retried_at is None or last > retried_at):
-            # A refusal from before an operator's retry is what the retry is meant to get past
-            # (the receiver was fixed), so only a later one counts.
-            self.permanent.add(target_id)
 
 
 def view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:

@@ -1,27 +1,30 @@
-"""The seam for SQL written once: a Dialect for what SQLite and PostgreSQL spell differently,
-and the runner a shared statement goes through.
+"""The seam for SQL written once: a Dialect (plain data: what SQLite and PostgreSQL spell
+differently) and the Run a statement goes through.
 
 Shared statements use `:name` parameters. A `Dialect` turns them into the driver's style and
-spells the few things the two disagree on (a list of ids, SKIP LOCKED, row locks, ILIKE, an
-unbounded LIMIT); a `Run` executes a statement on one store's cursor. Modules that write SQL once
-(`reads.py`, `ops_sql.py`, `retries.py`, `tick_sql.py`) take both, so `sqlite*.py` and `pg*.py`
-hold only what truly differs: connections, transactions, claims' ledger reads, bulk writes, errors.
+spells the few things the two disagree on: a list of ids, SKIP LOCKED, row locks, ILIKE, an
+unbounded LIMIT, and the one read whose best plan needs a different shape (the ledger of a batch
+of fires). A `Run` executes statements on one open transaction of one backend.
 """
 
 import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 Row = tuple[Any, ...]
 
 
 class Run(Protocol):
-    """Run one statement of a store's open transaction."""
+    """Run statements of a store's open transaction."""
 
     def __call__(self, sql: str, args: Mapping[str, Any], /) -> list[Row]:
         """Run `sql` with named parameters; return its rows ([] when it returns none)."""
+
+    def many(self, sql: str, rows: Sequence[Mapping[str, Any]], /) -> list[Row]:
+        """Run `sql` once per mapping of named parameters, as one batch (SQLite's executemany,
+        a psycopg pipeline); return every row the runs returned, in order."""
 
     def changed(self) -> int:
         """Return how many rows the last statement inserted, updated or deleted."""
@@ -29,63 +32,105 @@ class Run(Protocol):
 
 @functools.cache
 def _pyformat(text: str) -> str:
-    # Cached: shared statements are built from a handful of templates, and the tick's claim
-    # runs this on every batch.
+    # Cached: shared statements are built from a handful of templates, and a tick runs them
+    # on every batch.
     return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", text.replace("%", "%%"))
 
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
-    """What differs between the stores for the statements written once."""
+    """What differs between the SQL dialects, as data."""
 
-    pg: bool
+    name: Literal["sqlite", "postgresql"]
+    paramstyle: Literal["named", "pyformat"]  # `:name` as written, or psycopg's %(name)s
+    ids_as: Literal["json", "array"]  # a list of ids: one JSON text, or a driver array
+    in_ids_sql: str  # a condition: {column} is one of the ids in :{param}
+    in_select_sql: str  # a condition: {column} is one of the values {select} returns
+    skip_locked: str  # after a claim's SELECT: pass rows another claim holds
+    for_update: str  # after an operator's SELECT: lock its rows until the transaction ends
+    ilike: str  # case-insensitive LIKE (for ASCII)
+    no_limit: int | None  # the LIMIT parameter meaning none
+    # One writer at a time (SQLite): a claim first reads whether anything is due, so the usual
+    # tick (nothing due) never takes the write lock.
+    read_before_claim: bool
+    # The ledger rows of a batch of fires (:rids[i], :fires[i]), oldest first: see LEDGER_*.
+    ledger_of_fires: str
 
     def sql(self, text: str) -> str:
         """Return `text` with `:name` parameters in the driver's style."""
-        return _pyformat(text) if self.pg else text
+        return _pyformat(text) if self.paramstyle == "pyformat" else text
 
     def in_ids(self, column: str, param: str) -> str:
         """Return a condition: `column` is one of the ids passed as `param` (see ids())."""
-        if self.pg:
-            return f"{column} = ANY(:{param})"
-        # json_each keeps this one statement whatever the batch size (no variable limit).
-        return f"{column} IN (SELECT value FROM json_each(:{param}))"
+        return self.in_ids_sql.format(column=column, param=param)
 
     def ids(self, ids: Sequence[int]) -> Any:
         """Return a list of ids as the parameter value in_ids() expects."""
-        if self.pg:
+        if self.ids_as == "array":
             return [int(i) for i in ids]
         return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
     def in_select(self, column: str, select: str) -> str:
-        """Return a condition: `column` is one of the values `select` returns.
-
-        On PostgreSQL as `= ANY(ARRAY(...))`: the subquery runs once and the outer statement
-        probes `column`'s index, where `IN (...)` may be planned as a hash semi join over a
-        sequential scan of the table once the subquery's LIMIT is large.
-        """
-        return f"{column} = ANY(ARRAY({select}))" if self.pg else f"{column} IN ({select})"
-
-    @property
-    def skip_locked(self) -> str:
-        # SQLite has one writer at a time; PostgreSQL's concurrent claims pass each other by.
-        return "FOR UPDATE SKIP LOCKED" if self.pg else ""
-
-    @property
-    def for_update(self) -> str:
-        # SQLite's write transaction (BEGIN IMMEDIATE) already excludes every other writer;
-        # PostgreSQL locks the rows so a tick cannot claim one between a check and a change.
-        return "FOR UPDATE" if self.pg else ""
-
-    @property
-    def ilike(self) -> str:
-        # SQLite's LIKE is already case-insensitive for ASCII; PostgreSQL's is not.
-        return "ILIKE" if self.pg else "LIKE"
+        """Return a condition: `column` is one of the values `select` returns."""
+        return self.in_select_sql.format(column=column, select=select)
 
     def limit(self, n: int | None) -> int | None:
-        """Return a LIMIT parameter; None is no limit (which SQLite spells -1)."""
-        return -1 if n is None and not self.pg else n
+        """Return a LIMIT parameter; None is no limit."""
+        return self.no_limit if n is None else n
 
 
-SQLITE = Dialect(pg=False)
-POSTGRES = Dialect(pg=True)
+_LEDGER_COLUMNS = (
+    "d.reminder_id, d.fire_at, d.target_id, d.outcome, d.error, d.attempt, d.at, d.retry_at"
+)
+
+# One statement for the whole batch (a query per fire cost more than the claim itself). SQLite
+# zips the two JSON lists by position and probes deliveries_fire per pair.
+LEDGER_SQLITE = f"""SELECT {_LEDGER_COLUMNS}
+    FROM json_each(:rids) AS r JOIN json_each(:fires) AS f ON f.key = r.key
+    JOIN deliveries AS d ON d.reminder_id = r.value AND d.fire_at = f.value
+    ORDER BY d.id"""
+# PostgreSQL probes the (reminder_id, fire_at) index once per fire through a LATERAL: a plain
+# join lets the planner hash a sequential scan of the whole ledger once a claim is large, a cost
+# that grows with history (tests/integration/test_pg_plans.py holds the plan). OFFSET 0 keeps
+# the planner from pulling the subquery up into just such a join.
+LEDGER_POSTGRES = f"""SELECT {_LEDGER_COLUMNS}
+    FROM unnest(CAST(:rids AS bigint[]), CAST(:fires AS bigint[])) AS p(rid, fire)
+    CROSS JOIN LATERAL (SELECT * FROM deliveries
+                        WHERE reminder_id = p.rid AND fire_at = p.fire OFFSET 0) AS d
+    ORDER BY d.id"""
+
+SQLITE = Dialect(
+    name="sqlite",
+    paramstyle="named",
+    ids_as="json",
+    # json_each keeps this one statement whatever the batch size (no variable limit).
+    in_ids_sql="{column} IN (SELECT value FROM json_each(:{param}))",
+    in_select_sql="{column} IN ({select})",
+    # One writer at a time: a claim's write transaction (BEGIN IMMEDIATE) already excludes
+    # every other writer, so there is nothing to skip or lock.
+    skip_locked="",
+    for_update="",
+    ilike="LIKE",  # SQLite's LIKE is already case-insensitive for ASCII
+    no_limit=-1,
+    read_before_claim=True,
+    ledger_of_fires=LEDGER_SQLITE,
+)
+
+POSTGRES = Dialect(
+    name="postgresql",
+    paramstyle="pyformat",
+    ids_as="array",
+    in_ids_sql="{column} = ANY(:{param})",
+    # The subquery runs once and the outer statement probes `column`'s index, where `IN (...)`
+    # may be planned as a hash semi join over a sequential scan once the subquery's LIMIT is
+    # large.
+    in_select_sql="{column} = ANY(ARRAY({select}))",
+    # Concurrent claims on many hosts pass each other by.
+    skip_locked="FOR UPDATE SKIP LOCKED",
+    # An operator's change locks its rows so a tick cannot claim one between check and change.
+    for_update="FOR UPDATE",
+    ilike="ILIKE",
+    no_limit=None,
+    read_before_claim=False,
+    ledger_of_fires=LEDGER_POSTGRES,
+)

@@ -10,18 +10,20 @@ from typing import Any, cast
 import apsw
 
 from duequeue.errors import StoreError
-from duequeue.store import access, reads, retries, schema, tick_sql
+from duequeue.store import access, claim_sql, commit_sql, reads, retries, schema
 from duequeue.store import rows as shared
 from duequeue.store.base import (
     Change,
-    Claimed,
+    Claim,
+    Committed,
     DeliveryRecord,
+    Fire,
     NewReminder,
     PendingRetry,
     ReminderView,
+    Resolution,
     Store,
     View,
-    WriteBack,
 )
 from duequeue.store.sql import SQLITE, Row
 from duequeue.store.sqlite_errors import guarded, one_line, store_error
@@ -30,11 +32,6 @@ from duequeue.store.sqlite_ops import REMINDER_PARAMS, OperatorQueries, SQLiteRu
 SCHEMA_VERSION = schema.VERSION
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
 BUSY_TIMEOUT_MS = 5000
-
-_ANY_DUE = f"""SELECT EXISTS (SELECT 1 FROM reminders WHERE next_fire_at <= :now
-    AND error_count < :max AND (lease_until IS NULL OR lease_until < :now))
-    OR EXISTS ({retries.ANY_DUE})"""
-_CLAIM = tick_sql.claim(SQLITE)
 
 
 def schema_sql() -> str:
@@ -52,8 +49,6 @@ class SQLiteStore(OperatorQueries, Store):
     ) -> None:
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
-        # Whether a claim first reads if anything is due (see claim_due); a claimer does not.
-        self._read_first = True
         self._conn = _connect(self.path, busy_timeout_ms, create)
         try:
             self._ensure_schema()
@@ -125,25 +120,6 @@ class SQLiteStore(OperatorQueries, Store):
     def close(self) -> None:
         self._conn.close()
 
-    def claimer(self) -> "SQLiteStore | None":
-        # A claim of a batch is a millisecond of work on a local file: a draining tick makes it
-        # on its event loop's own thread, where it costs less than on the database thread (each
-        # row's step there hands the GIL back and forth: 200 claims of 100 rows took 2.5 s more
-        # than one of 20,000). With no busy timeout it never waits: a lock held elsewhere fails
-        # it at once and the tick tries again. It never checkpoints the WAL either (a checkpoint
-        # is the other connections' work), so a claim never stalls the loop on the disk.
-        try:
-            twin = SQLiteStore(self.path, busy_timeout_ms=0, create=False)
-        except StoreError:
-            return None
-        twin._conn.execute("PRAGMA wal_autocheckpoint = 0")
-        # A claimer serves a tick that is draining a backlog: rows are due, so a read first
-        # would only walk the index over the leased rows twice (54 of a 20,000-row drain's
-        # 430 ms of claims). Its last claim, which finds nothing, takes the lock for nothing
-        # once; that lock never waits (no busy timeout).
-        twin._read_first = False
-        return twin
-
     # -- writes -----------------------------------------------------------------------------
 
     @guarded
@@ -170,116 +146,26 @@ class SQLiteStore(OperatorQueries, Store):
         return reminder_id, True
 
     @guarded
-    def claim_due(
-        self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str
-    ) -> list[Claimed]:
+    def claim(self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str) -> list[Fire]:
         # A read first: the usual tick (nothing due) then never takes the write lock.
-        if (
-            self._read_first
-            and not _fetch(self._conn, _ANY_DUE, {"now": now, "max": max_errors})[0][0]
-        ):
+        if not _fetch(self._conn, claim_sql.ANY_DUE, {"now": now, "max": max_errors})[0][0]:
             return []
         with self._write() as cur:
-            run = SQLiteRun(cur)
-            again = retries.claim(run, SQLITE, owner, now, now + lease_ms, limit)
-            rows = _fetch(
-                cur,
-                _CLAIM,
-                {
-                    "owner": owner,
-                    "until": now + lease_ms,
-                    "now": now,
-                    "max": max_errors,
-                    "limit": limit,
-                },
+            return claim_sql.claim(SQLiteRun(cur), SQLITE, now, limit, max_errors, lease_ms, owner)
+
+    @guarded
+    def commit(
+        self,
+        owner: str,
+        now: int,
+        records: Sequence[DeliveryRecord],
+        resolutions: Sequence[Resolution],
+        releases: Sequence[Claim],
+    ) -> Committed:
+        with self._write() as cur:
+            return commit_sql.commit(
+                SQLiteRun(cur), SQLITE, owner, now, records, resolutions, releases
             )
-            if not rows:
-                return again
-            shared.sort_claimed(rows)
-            ids = [int(row[0]) for row in rows]
-            targets = reads.targets(run, SQLITE, ids)
-            retried = self._retried(cur, ids)
-            fires = [(rid, int(row[9])) for rid, row in zip(ids, rows, strict=True)]
-            ledger = self._ledger_state(cur, fires, retried)
-            claimed = [
-                shared.claimed(
-                    row,
-                    targets.get(rid, ()),
-                    ledger.get(rid),
-                    (rid, fire) in retried,
-                )
-                for (rid, fire), row in zip(fires, rows, strict=True)
-            ]
-        return claimed + again
-
-    @guarded
-    def record(self, records: Sequence[DeliveryRecord]) -> None:
-        if not records:
-            return
-        with self._write() as cur:
-            # The partial unique index turns a second `sent` of one target and fire into a no-op.
-            cur.executemany(
-                """INSERT INTO deliveries
-                       (reminder_id, target_id, fire_at, outcome, error, attempt, at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING""",
-                [
-                    (d.reminder_id, d.target_id, d.fire_at, d.outcome, d.error, d.attempt, d.at)
-                    for d in records
-                ],
-            )
-
-    @guarded
-    def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
-        applied = 0
-        with self._write() as cur:
-            # One executemany for the common case (no dead letter): a statement per row cost
-            # a measurable share of a 20,000-row tick. A row whose lease was lost matches
-            # nothing, so the change count says how many applied.
-            plain = [_write_back_params(w, now, owner) for w in items if _plain(w)]
-            if plain:
-                before = self._conn.total_changes()
-                cur.executemany(_WRITE_BACK, plain)
-                applied += self._conn.total_changes() - before
-            run = SQLiteRun(cur)
-            for w in items:
-                if _plain(w):
-                    continue
-                if w.retry_id is not None:
-                    applied += retries.write_retry(run, SQLITE, w, owner, now)
-                    continue
-                cur.execute(_WRITE_BACK, _write_back_params(w, now, owner))
-                if self._conn.changes() != 1:
-                    continue  # the lease was lost: the row is someone else's now
-                applied += 1
-                if w.dead_letter:
-                    cur.execute(
-                        """INSERT INTO dead_letters
-                               (reminder_id, fire_at, error_count, last_error, dead_at)
-                           VALUES (?, ?, ?, ?, ?)
-                           ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
-                               error_count = excluded.error_count,
-                               last_error = excluded.last_error, dead_at = excluded.dead_at,
-                               retried_at = NULL""",
-                        (
-                            w.reminder_id,
-                            w.fire_at,
-                            w.dead_errors,
-                            w.last_error,
-                            now if w.dead_at is None else w.dead_at,
-                        ),
-                    )
-                retries.after_row(run, SQLITE, w, now)
-        return applied
-
-    @guarded
-    def release(self, owner: str, ids: Sequence[int], now: int) -> int:
-        if not ids:
-            return 0
-        with self._write() as cur:
-            run = SQLiteRun(cur)
-            tick_sql.release(run, SQLITE, owner, [i for i in ids if i > 0], now)
-            retries.release(run, SQLITE, owner, [-i for i in ids if i < 0])
-        return len(ids)
 
     @guarded
     def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
@@ -314,77 +200,6 @@ class SQLiteStore(OperatorQueries, Store):
     @guarded
     def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
         return reads.deliveries(SQLiteRun(self._conn.cursor()), SQLITE, reminder_id)
-
-    @staticmethod
-    def _retried(cur: apsw.Cursor, ids: Sequence[int]) -> dict[tuple[int, int], int]:
-        """Return (reminder id, fire) -> retried_at of the re-armed dead fires of these rows."""
-        rows = _fetch(
-            cur,
-            """SELECT reminder_id, fire_at, retried_at FROM dead_letters
-               WHERE retried_at IS NOT NULL
-                 AND reminder_id IN (SELECT value FROM json_each(?))""",
-            (SQLITE.ids(ids),),
-        )
-        return {(int(rid), int(fire)): int(at) for rid, fire, at in rows}
-
-    @staticmethod
-    def _ledger_state(
-        cur: apsw.Cursor,
-        fires: Sequence[tuple[int, int]],
-        retried: dict[tuple[int, int], int],
-    ) -> dict[int, shared.LedgerState]:
-        """Return, per reminder, the ledger of the fire being claimed; rows without ledger
-        entries for that fire are left out. `retried` maps a re-armed (reminder, fire) to when
-        the operator retried it."""
-        fire_of = dict(fires)
-        found: dict[int, shared.LedgerState] = {}
-        # One statement for the whole batch (a query per row cost more than the claim itself);
-        # each (reminder, fire) pair is looked up through the deliveries_fire index.
-        for rid, tid, outcome, n, last in _fetch(
-            cur,
-            """SELECT d.reminder_id, d.target_id, d.outcome, count(*), max(d.at)
-               FROM json_each(?) AS f
-               JOIN deliveries AS d
-                 ON d.reminder_id = f.value ->> 0 AND d.fire_at = f.value ->> 1
-               GROUP BY d.reminder_id, d.target_id, d.outcome""",
-            ("[" + ",".join(f"[{int(r)},{int(f)}]" for r, f in fires) + "]",),
-        ):
-            state = found.setdefault(int(rid), shared.LedgerState())
-            state.add(int(tid), outcome, int(n), int(last), retried.get((rid, fire_of[rid])))
-        return found
-
-
-# The write-back of one row, only while we hold its lease; parameters from _write_back_params.
-_WRITE_BACK = """UPDATE reminders SET
-       fire_at = ?1, next_fire_at = ?2, error_count = ?3, last_error = ?4,
-       last_fired_at = CASE WHEN ?5 THEN ?6 ELSE last_fired_at END,
-       skipped_fires = skipped_fires + ?7,
-       done_at = CASE WHEN ?8 = 'done' THEN ?9 END,
-       dead_at = CASE WHEN ?8 = 'dead' THEN ?12 END,
-       lease_owner = NULL, lease_until = NULL, updated_at = ?9
-   WHERE id = ?10 AND lease_owner = ?11"""
-
-
-def _plain(w: WriteBack) -> bool:
-    """Tell whether a write-back is the row's update alone (the common case, batched)."""
-    return not (w.dead_letter or w.retries or w.disable or w.retry_id is not None)
-
-
-def _write_back_params(w: WriteBack, now: int, owner: str) -> Row:
-    return (
-        w.pending_fire_at,
-        w.next_fire_at,
-        w.error_count,
-        w.last_error,
-        w.fired,
-        w.fire_at,
-        w.skipped,
-        w.state,
-        now,
-        w.reminder_id,
-        owner,
-        now if w.dead_at is None else w.dead_at,
-    )
 
 
 def _upgrade(cur: apsw.Cursor, version: int) -> None:

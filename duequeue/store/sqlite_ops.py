@@ -105,6 +105,11 @@ class SQLiteRun:
     def __call__(self, sql: str, args: Mapping[str, Any], /) -> list[Row]:
         return _fetch(self._cur, sql, args)
 
+    def many(self, sql: str, rows: Sequence[Mapping[str, Any]], /) -> list[Row]:
+        if not rows:
+            return []
+        return cast(list[Row], self._cur.executemany(sql, rows).fetchall())
+
     def changed(self) -> int:
         return int(self._cur.connection.changes())
 

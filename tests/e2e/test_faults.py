@@ -136,6 +136,48 @@ def test_a_stop_signal_finishes_the_delivery_in_flight_releases_the_rest_and_die
     assert len(http.requests_for("/first")) == 1
 
 
+def test_a_target_that_failed_in_a_tick_stopped_short_waits_out_its_backoff_and_counts_the_try(
+    db_path: Path, http: HttpSink
+) -> None:
+    http.respond("/down", Reply(503))
+    http.respond("/held", Reply(200, hold=True))
+    targets = [("webhook", http.url(p)) for p in ("/down", "/held", "/later")]
+    (rid,) = add_due(db_path, targets)
+    # One webhook at a time: /down fails, /held is in flight, /later waits its turn.
+    proc = spawn_cli(db_path, "tick", "--json", env={"DUEQUEUE_CONCURRENCY": "1"})
+    stderr = Lines(proc)
+    http.wait_for_requests(2, timeout=LIMIT_S)
+    proc.send_signal(signal.SIGTERM)
+    stderr.wait_for("duequeue: SIGTERM: stopping")
+    http.release()
+    out, _ = proc.communicate(timeout=LIMIT_S)
+    summary = json.loads(out)
+    assert (summary["released"], summary["deliveries_sent"], summary["deliveries_failed"]) == (
+        1,
+        1,
+        1,
+    )
+
+    # The next tick, at once: /later goes out, /held is not sent again, and /down, whose
+    # failure the stopped tick recorded, waits out its backoff instead of being tried again.
+    again = tick_json(db_path)
+    assert (again["partial"], again["deliveries_sent"], again["deliveries_failed"]) == (1, 1, 0)
+    assert [len(http.requests_for(p)) for p in ("/down", "/held", "/later")] == [1, 1, 1]
+    # A minute on, /down's own retry is its second try, numbered so.
+    later = tick_later(db_path, 61)
+    assert (later.target_retries, later.deliveries_failed) == (1, 1)
+    attempts = [(r, o) for r, o, _ in errors(db_path) if o != "sent"]
+    assert attempts == [(rid, "failed"), (rid, "failed")]
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        numbers = conn.execute(
+            "SELECT attempt FROM deliveries WHERE outcome = 'failed' ORDER BY id"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert numbers == [(1,), (2,)]
+
+
 def test_a_second_stop_signal_abandons_the_delivery_in_flight_and_releases_every_row(
     db_path: Path, http: HttpSink
 ) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.errors import StoreError
-from duequeue.store.base import Claimed, NewReminder, NewTarget
+from duequeue.store.base import Fire, NewReminder, NewTarget
 from duequeue.timefmt import to_ms
 from tests.clirunner import SECRET, Cli
 from tests.paths import ROOT
@@ -169,8 +169,8 @@ class _DroppedAfterClaim:
         self.url = url
         self.block = block
 
-    def claim_due(self, *args: Any) -> list[Claimed]:
-        claimed: list[Claimed] = self.inner.claim_due(*args)
+    def claim(self, *args: Any) -> list[Fire]:
+        claimed: list[Fire] = self.inner.claim(*args)
         name = self.url.rsplit("/", 1)[1]
         with admin_connect(SERVER_URL) as admin:
             if self.block:

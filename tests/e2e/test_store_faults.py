@@ -13,7 +13,14 @@ import apsw
 import pytest
 
 from duequeue.errors import StoreError
-from duequeue.store.base import DeliveryRecord, NewReminder, NewTarget, WriteBack
+from duequeue.store.base import (
+    DeliveryRecord,
+    NewReminder,
+    NewTarget,
+    Resolution,
+    RowClaim,
+    RowState,
+)
 from duequeue.store.sqlite import SQLiteStore
 from duequeue.timefmt import to_ms
 from tests.clirunner import Cli
@@ -112,12 +119,12 @@ def test_every_store_write_reports_a_held_lock_as_a_store_error(db_path: Path) -
     fill(db_path, 1, "b")
     store = SQLiteStore(db_path, busy_timeout_ms=50)
     record = DeliveryRecord(1, 1, NOW, "sent", None, 1, NOW)
-    back = WriteBack(1, NOW, None, None, 0, None, "done")
+    done = Resolution(RowClaim(1), 1, NOW, "sent", RowState(None, None, 0, None, "done"))
     calls = {
-        "claim": lambda: store.claim_due(NOW, 10, 3, 60_000, "me"),
-        "record": lambda: store.record([record]),
-        "write_back": lambda: store.write_back("me", NOW, [back]),
-        "release": lambda: store.release("me", [1], NOW),
+        "claim": lambda: store.claim(NOW, 10, 3, 60_000, "me"),
+        "record": lambda: store.commit("me", NOW, [record], [], []),
+        "resolve": lambda: store.commit("me", NOW, [], [done], []),
+        "release": lambda: store.commit("me", NOW, [], [], [RowClaim(1)]),
         # The operator's writes go through the same guard.
         "add_many": lambda: store.add_many([], NOW),
         "cancel": lambda: store.cancel([1], NOW),
@@ -182,7 +189,7 @@ def test_the_database_and_its_wal_and_shm_files_are_owner_only_under_a_lax_umask
     old = os.umask(0)
     try:
         store = SQLiteStore(db_path)
-        store.claim_due(NOW, 1, 3, 1000, "me")  # a write, so the -wal and -shm files exist
+        store.claim(NOW, 1, 3, 1000, "me")  # a write, so the -wal and -shm files exist
         modes = {
             p.name: stat.S_IMODE(p.stat().st_mode)
             for p in db_path.parent.iterdir()

@@ -1,5 +1,6 @@
 """The wheel carries what a database needs at run time: both schema files and every migration."""
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -10,9 +11,17 @@ from tests.paths import ROOT
 
 
 def test_the_wheel_ships_the_schemas_and_every_migration(tmp_path: Path) -> None:
+    # Built from a copy: an in-tree build leaves build/ and *.egg-info in the checkout.
+    source = tmp_path / "src"
+    shutil.copytree(
+        ROOT,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__"),
+    )
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path), str(ROOT)],
+         "-w", str(tmp_path), str(source)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr

@@ -45,6 +45,6 @@ def test_a_cancel_during_a_running_tick_wins_over_its_write_back(db_path: Path) 
             assert view is not None
             assert (view.state, view.next_fire_at) == ("cancelled", None)
             assert [d.outcome for d in operator.deliveries(rid)] == ["failed"]
-            assert operator.claim_due(NOW + 3_600_000, 10, 3, 60_000, "later") == []
+            assert operator.claim(NOW + 3_600_000, 10, 3, 60_000, "later") == []
         finally:
             operator.close()

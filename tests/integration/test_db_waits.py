@@ -1,6 +1,6 @@
 """A database that makes the tick wait never turns a delivery into a duplicate.
 
-The tick's store calls run on its own database thread (engine/groupcommit.py): a lock held by
+The tick's store calls run on its own database thread (engine/commit.py): a lock held by
 another writer must not stall the event loop, where it would run out the timeouts of sends that
 were answered in time; an outcome the ledger cannot take yet is kept and tried again; and a row
 whose send is not recorded is never handed back before its lease ends.
@@ -17,7 +17,14 @@ import pytest
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.errors import StoreBusyError, StoreError
-from duequeue.store.base import DeliveryRecord, NewReminder, NewTarget
+from duequeue.store.base import (
+    Claim,
+    Committed,
+    DeliveryRecord,
+    NewReminder,
+    NewTarget,
+    Resolution,
+)
 from duequeue.store.sqlite import SQLiteStore
 from tests.procs import LIMIT_S
 from tests.servers import HttpSink
@@ -143,15 +150,23 @@ def test_an_outcome_the_locked_database_could_not_take_is_kept_and_committed_lat
 
 
 class LedgerLocked(SQLiteStore):
-    """A real SQLite store whose ledger writes fail as a locked database's do, while its other
-    writes (a release, say) go through: the moment another writer lets go of the lock."""
+    """A real SQLite store whose commits with ledger rows fail as a locked database's do, while
+    its other writes (a release, say) go through: the moment another writer lets go of the
+    lock."""
 
     locked = True
 
-    def record(self, records: Sequence[DeliveryRecord]) -> None:
-        if self.locked:
+    def commit(
+        self,
+        owner: str,
+        now: int,
+        records: Sequence[DeliveryRecord],
+        resolutions: Sequence[Resolution],
+        releases: Sequence[Claim],
+    ) -> Committed:
+        if self.locked and records:
             raise StoreBusyError(f"database {self.path} is locked")
-        super().record(records)
+        return super().commit(owner, now, records, resolutions, releases)
 
 
 def test_a_row_whose_send_was_not_recorded_stays_leased_until_its_lease_ends(
@@ -192,6 +207,7 @@ def test_a_draining_tick_claims_on_through_a_lock_held_elsewhere(
         # thread does, up to the busy timeout), and so do its commits.
         http.wait_for_requests(1, timeout=LIMIT_S)
         lock = apsw.Connection(str(db_path))
+        lock.setbusytimeout(5000)  # as any other duequeue command waits for the tick's writes
         lock.execute("BEGIN IMMEDIATE")
         held.set()
         time.sleep(1.0)

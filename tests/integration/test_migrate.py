@@ -55,7 +55,7 @@ def test_a_migrated_database_reads_the_same_and_goes_on_ticking(
     sqlite = SQLiteStore(db_path)
     sqlite.cancel([gone], 1)
     # A lease of a tick that was still running on the old database: not copied.
-    sqlite.claim_due(10**13, 10, 3, 10**9, "old-host")
+    sqlite.claim(10**13, 10, 3, 10**9, "old-host")
     ids = [done, daily, dead, later, gone]
     before, ledgers = _everything(lite, ids), _ledgers(sqlite, ids)
     sqlite.close()

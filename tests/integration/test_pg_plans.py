@@ -2,9 +2,10 @@
 
 The tables get 10^5+ rows of reminders, targets, ledger and per-target retries (generate_series,
 then ANALYZE, as autovacuum would). The store then runs a real tick's calls (claims of 100 and
-5,000 rows, a 256-row ledger flush, write-backs, releases) with auto_explain sending each
-executed statement's plan back to the client: the plans checked are those of the statements
-and parameters the store actually ran, follow-up queries and pipelined executemany included.
+5,000 rows, a 256-row ledger flush, every kind of resolution, releases) with auto_explain
+sending each executed statement's plan back to the client: the plans checked are those of the
+statements and parameters the store actually ran, follow-up queries and pipelined batches
+included.
 A sequential scan of a growing table makes a tick's cost grow with history: none is allowed.
 """
 
@@ -14,7 +15,14 @@ from typing import Any
 
 import pytest
 
-from duequeue.store.base import DeliveryRecord, NewTargetRetry, WriteBack
+from duequeue.store.base import (
+    DeadFire,
+    DeliveryRecord,
+    Resolution,
+    RowClaim,
+    RowState,
+    Waiting,
+)
 from tests.pg import admin_connect
 
 NOW = 1_800_000_000_000
@@ -97,49 +105,61 @@ def plans(pg_database: str) -> list[dict[str, Any]]:
 
 
 def _tick(store: Any) -> None:
-    """Claim, record, write back and release as a tick does, on both claim sizes."""
+    """Claim, record, resolve and release as a tick does, on both claim sizes."""
     for limit, owner in ((100, "small"), (5000, "large")):
-        claimed = store.claim_due(NOW, limit, 3, 60_000, owner)
-        rows = [c for c in claimed if c.retry_id is None]
-        again = [c for c in claimed if c.retry_id is not None]
+        claimed = store.claim(NOW, limit, 3, 60_000, owner)
+        rows = [f for f in claimed if isinstance(f.claim, RowClaim)]
+        again = [f for f in claimed if not isinstance(f.claim, RowClaim)]
         assert len(rows) == limit and len(again) >= 100
         flush = rows[:200] + again[:56]
         records = [
-            DeliveryRecord(c.id, c.targets[0].id, c.fire_at, "sent", None, 1, NOW) for c in flush
+            DeliveryRecord(f.reminder_id, f.targets[0].id, f.fire_at, "sent", None, 1, NOW)
+            for f in flush
         ]
-        store.record(records)
-        store.record(records)  # a repeat after a lost commit adds nothing
-        writes = [
-            WriteBack(c.id, c.fire_at, None, None, 0, None, "done", fired=True) for c in rows[:100]
+        store.commit(owner, NOW, records, [], [])
+        store.commit(owner, NOW, records, [], [])  # a repeat after a lost commit adds nothing
+        done = RowState(None, None, 0, None, "done", fired=True)
+        resolutions = [
+            Resolution(f.claim, f.reminder_id, f.fire_at, "sent", done) for f in rows[:100]
         ]
-        writes += [
-            WriteBack(
-                c.id,
-                c.fire_at,
-                c.fire_at + 3_600_000,
-                c.fire_at + 3_600_000,
-                0,
+        resolutions += [
+            Resolution(
+                f.claim,
+                f.reminder_id,
+                f.fire_at,
                 "partial",
-                "pending",
-                fired=True,
-                retries=(NewTargetRetry(c.targets[0].id, 1, NOW + 60_000, "timeout"),),
+                RowState(
+                    f.fire_at + 3_600_000, f.fire_at + 3_600_000, 0, "partial", "pending", True
+                ),
+                waiting=(Waiting(f.targets[0].id, 1, NOW + 60_000, "timeout"),),
             )
-            for c in rows[100:150]
+            for f in rows[100:150]
         ]
-        writes += [
-            WriteBack(c.id, c.fire_at, None, None, 3, "boom", "dead", dead_letter=True)
-            for c in rows[150:200]
+        resolutions += [
+            Resolution(
+                f.claim,
+                f.reminder_id,
+                f.fire_at,
+                "dead",
+                RowState(None, None, 3, "boom", "dead"),
+                dead=DeadFire(3, "boom", NOW),
+            )
+            for f in rows[150:200]
         ]
-        writes += [
-            WriteBack(c.id, c.fire_at, None, None, 0, None, "done", retry_id=c.retry_id)
-            for c in again[:28]
+        resolutions += [Resolution(f.claim, f.reminder_id, f.fire_at, "sent") for f in again[:28]]
+        resolutions += [
+            Resolution(
+                f.claim,
+                f.reminder_id,
+                f.fire_at,
+                "retried",
+                waiting=(Waiting(f.targets[0].id, 2, NOW + 60_000, "x"),),
+            )
+            for f in again[28:56]
         ]
-        writes += [
-            WriteBack(c.id, c.fire_at, None, NOW + 60_000, 2, "x", "pending", retry_id=c.retry_id)
-            for c in again[28:56]
-        ]
-        assert store.write_back(owner, NOW, writes) == len(writes)
-        store.release(owner, [c.unit for c in claimed[len(flush) :]][:1000], NOW)
+        releases = [f.claim for f in claimed[len(flush) :]][:1000]
+        committed = store.commit(owner, NOW, [], resolutions, releases)
+        assert len(committed.applied) == len(resolutions)
 
 
 def test_it_checks_the_plans_of_every_kind_of_tick_statement(plans: list[dict[str, Any]]) -> None:

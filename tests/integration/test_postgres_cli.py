@@ -3,6 +3,7 @@
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
+from duequeue.store import schema
 from tests.clirunner import SECRET, Cli
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
@@ -23,7 +24,10 @@ def test_doctor_checks_the_postgresql_database(pg_url: str) -> None:
     checks = {c["name"]: c for c in report["checks"]}
     for name in ("database", "database schema", "database server", "database integrity"):
         assert checks[name]["ok"], checks[name]
-    assert checks["database schema"]["detail"].endswith("schema version 4 (this duequeue: 4)")
+    version = schema.VERSION
+    assert checks["database schema"]["detail"].endswith(
+        f"schema version {version} (this duequeue: {version})"
+    )
 
 
 def test_a_password_in_the_url_is_never_printed(pg_url: str) -> None:

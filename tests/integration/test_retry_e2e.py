@@ -84,7 +84,9 @@ def test_a_target_that_already_has_the_fire_is_not_sent_again_after_retry(
         assert view is not None
         a = view.targets[0]
         at = int(T0.timestamp() * 1000)
-        store.record([DeliveryRecord(rid, a.id, at, "sent", None, 4, at + 400_000)])
+        store.commit(
+            "test", at, [DeliveryRecord(rid, a.id, at, "sent", None, 4, at + 400_000)], [], []
+        )
     finally:
         store.close()
     http.respond("/a", Reply(200))

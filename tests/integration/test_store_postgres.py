@@ -4,6 +4,7 @@ test_store_contract.py)."""
 import pytest
 
 from duequeue.errors import StoreError
+from duequeue.store import schema
 from duequeue.store.base import Store
 from tests.paths import DATA
 from tests.pg import admin_connect, needs_psycopg
@@ -19,7 +20,7 @@ def test_it_marks_the_schema_with_its_version(pg_url: str) -> None:
     _open(pg_url).close()
     with admin_connect(pg_url) as conn:
         meta = dict(conn.execute("SELECT name, value FROM duequeue_meta").fetchall())
-    assert meta == {"application": "duequeue", "schema_version": "4"}
+    assert meta == {"application": "duequeue", "schema_version": str(schema.VERSION)}
 
 
 @pytest.mark.parametrize("version", [2, 3])
@@ -62,7 +63,7 @@ def test_it_upgrades_an_older_schema_to_the_same_tables_as_a_new_one(
     assert shape() == fresh
     with admin_connect(pg_url) as conn:
         meta = dict(conn.execute("SELECT name, value FROM duequeue_meta").fetchall())
-    assert meta["schema_version"] == "4"
+    assert meta["schema_version"] == str(schema.VERSION)
 
 
 def test_it_refuses_a_foreign_database_and_leaves_it_untouched(pg_url: str) -> None:
@@ -130,7 +131,8 @@ def test_open_store_takes_postgresql_and_postgres_urls(pg_url: str) -> None:
 
 
 def test_the_claim_walks_the_due_index(pg_url: str) -> None:
-    from duequeue.store.postgres import _CLAIM
+    from duequeue.store.claim_sql import due_rows
+    from duequeue.store.sql import POSTGRES
 
     _open(pg_url).close()
     with admin_connect(pg_url) as conn:
@@ -138,7 +140,7 @@ def test_the_claim_walks_the_due_index(pg_url: str) -> None:
         plan = "\n".join(
             str(r[0])
             for r in conn.execute(
-                "EXPLAIN " + _CLAIM,
+                "EXPLAIN " + due_rows(POSTGRES),
                 {"owner": "o", "until": 2, "now": 1, "max": 3, "limit": 10},
             ).fetchall()
         )

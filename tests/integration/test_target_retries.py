@@ -1,11 +1,12 @@
 """A failed target of a partial success retries on its own and ends sent or a dead letter, and a
 410 Gone switches its target off: through the real CLI, a real SMTP and a real HTTP server."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
 
+from duequeue.store.base import Store
 from tests.clirunner import SECRET, Cli, counts
 from tests.servers import HttpSink, Reply, SmtpSink
 from tests.stores import Db
@@ -223,3 +224,78 @@ def test_a_reminder_whose_only_target_is_gone_skips_its_fires_and_sends_nothing(
     row = cli.row(rid)
     assert row["last_error"].startswith("skipped: every target is disabled")
     assert row["next_fire_at"] == "2027-01-05T10:00:00.000Z"
+
+
+# -- each target counts its own tries, from the ledger -----------------------------------------
+
+
+def test_a_refused_target_beside_a_failing_one_dies_with_its_own_count_and_refusal(
+    cli: Cli, http: HttpSink
+) -> None:
+    http.respond("/gone", Reply(404, body=b"no such hook"))
+    http.respond("/flaky", Reply(503), Reply(503), Reply(200))
+    rid = cli.add("--at", "now", "--webhook", http.url("/gone"), "--webhook", http.url("/flaky"))
+    # No target has the fire: it waits for /flaky's retry; /gone was refused and is not tried again.
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "retried": 1}
+    assert cli.inspect("--dead") == []
+    cli.advance(minutes=1)
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "retried": 1}
+    cli.advance(minutes=5)
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "partial": 1}
+    assert len(http.requests_for("/gone")) == 1
+    assert len(http.requests_for("/flaky")) == 3
+    (dead,) = cli.inspect("--dead")
+    # The dead letter is /gone's: one try, and the refusal itself.
+    assert (dead["id"], dead["error_count"]) == (rid, 1)
+    assert dead["last_error"] == f"webhook {http.url('/gone')}: HTTP 404: no such hook"
+
+
+def test_a_target_recorded_by_a_tick_that_died_before_writing_back_waits_and_counts_that_try(
+    cli: Cli, http: HttpSink, open_store: Callable[[], Store]
+) -> None:
+    from duequeue.store.base import DeliveryRecord
+    from duequeue.timefmt import to_ms
+
+    http.respond("/down", Reply(503))
+    rid = cli.add("--at", "now", "--webhook", http.url("/ok"), "--webhook", http.url("/down"))
+    # A tick that leased the row, recorded /down's failure (with when it may be tried again),
+    # and was killed before it sent /ok or wrote anything back.
+    now = to_ms(T0)
+    store = open_store()
+    try:
+        (fire,) = store.claim(now, 10, 3, 60_000, "killed")
+        down = next(t for t in fire.targets if t.address.endswith("/down"))
+        failed = DeliveryRecord(
+            rid, down.id, fire.fire_at, "failed", "HTTP 503", 1, now, now + 300_000
+        )
+        store.commit("killed", now, [failed], [], [])
+    finally:
+        store.close()
+    cli.advance(minutes=2)  # the lease is over: the next tick takes the row
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "partial": 1}
+    assert len(http.requests_for("/ok")) == 1
+    assert http.requests_for("/down") == []  # its wait is not over: not tried again yet
+    (pending,) = cli("history", str(rid), "--json").json()["target_retries"]
+    assert (pending["error_count"], pending["next_try_at"]) == (1, "2027-01-05T08:05:00.000Z")
+    cli.advance(minutes=3)
+    summary = cli.tick()
+    assert (summary["target_retries"], summary["retried"]) == (1, 1)
+    history = cli("history", str(rid), "--json").json()
+    tries = [a["attempt"] for a in history["attempts"] if a["target"]["address"].endswith("/down")]
+    assert tries == [1, 2]  # its own count, each attempt numbered once
+
+
+def test_no_target_is_tried_more_than_max_retries_times_for_one_fire(
+    cli: Cli, http: HttpSink
+) -> None:
+    http.respond("/down", Reply(503))
+    rid = cli.add("--at", "now", "--webhook", http.url("/ok"), "--webhook", http.url("/down"))
+    for _ in range(10):
+        cli.tick()
+        cli.advance(minutes=31)
+    assert len(http.requests_for("/down")) == 3
+    history = cli("history", str(rid), "--json").json()
+    tries = [a["attempt"] for a in history["attempts"] if a["target"]["address"].endswith("/down")]
+    assert tries == [1, 2, 3]
+    (dead,) = cli.inspect("--dead")
+    assert dead["error_count"] == 3

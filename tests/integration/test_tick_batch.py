@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from duequeue.engine.tick import TickOptions, tick
-from duequeue.store.base import DeliveryRecord, NewTarget, WriteBack
+from duequeue.errors import StoreError
+from duequeue.store.base import Claim, Committed, DeliveryRecord, NewTarget, Resolution
 from duequeue.store.sqlite import SQLiteStore
 from tests.servers import HttpSink
 from tests.store_contract import NOW, reminder
@@ -17,31 +18,43 @@ ROWS = 1500
 
 
 class WatchedStore(SQLiteStore):
-    """A real SQLite store that remembers which outcomes were committed when each write-back
-    came, and can fail every write-back from the n-th on."""
+    """A real SQLite store that remembers which outcomes were committed when each resolution
+    came, and can make every commit that settles a row fail from the n-th on."""
 
-    def __init__(self, path: Path, fail_write_back_at: int | None = None) -> None:
+    def __init__(self, path: Path, fail_at: int | None = None) -> None:
         super().__init__(path)
         self.recorded: set[tuple[int, int]] = set()  # (reminder, target) committed so far
-        self.early: list[int] = []  # rows written back before their outcomes were committed
-        self.write_backs = 0
-        self.fail_at = fail_write_back_at
+        self.early: list[int] = []  # rows resolved before their outcomes were committed
+        self.commits = 0
+        self.fail_at = fail_at
 
-    def record(self, records: Sequence[DeliveryRecord]) -> None:
-        super().record(records)
-        self.recorded.update((r.reminder_id, r.target_id) for r in records)
-
-    def write_back(self, owner: str, now: int, items: Sequence[WriteBack]) -> int:
-        self.write_backs += 1
-        if self.fail_at is not None and self.write_backs >= self.fail_at:
-            raise RuntimeError("disk on fire")
-        for w in items:
+    def commit(
+        self,
+        owner: str,
+        now: int,
+        records: Sequence[DeliveryRecord],
+        resolutions: Sequence[Resolution],
+        releases: Sequence[Claim],
+    ) -> Committed:
+        self.commits += bool(resolutions)
+        failing = self.fail_at is not None and self.commits >= self.fail_at
+        # A failure inside the database, after the records: finishing a row fails.
+        self._conn.execute(
+            """CREATE TRIGGER IF NOT EXISTS on_fire BEFORE UPDATE OF done_at ON reminders
+               BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"""
+            if failing
+            else "DROP TRIGGER IF EXISTS on_fire"
+        )
+        batch = {(r.reminder_id, r.target_id) for r in records}
+        for r in resolutions:
             targets = self._conn.execute(
-                "SELECT id FROM targets WHERE reminder_id = ?", (w.reminder_id,)
+                "SELECT id FROM targets WHERE reminder_id = ?", (r.reminder_id,)
             ).fetchall()
-            if any((w.reminder_id, t) not in self.recorded for (t,) in targets):
-                self.early.append(w.reminder_id)
-        return super().write_back(owner, now, items)
+            if any((r.reminder_id, t) not in self.recorded | batch for (t,) in targets):
+                self.early.append(r.reminder_id)
+        done = super().commit(owner, now, records, resolutions, releases)
+        self.recorded |= batch
+        return done
 
 
 def fill(store: SQLiteStore, url: str, n: int = ROWS) -> None:
@@ -77,7 +90,7 @@ def test_a_tick_of_thousands_of_rows_delivers_each_exactly_once(
     assert len(ids) == ROWS
     assert set(ids.values()) == {1}
     assert sent_ledger(store) == Counter(range(1, ROWS + 1))
-    assert store.early == []  # every write-back came after its row's outcomes were committed
+    assert store.early == []  # every resolution came after its row's outcomes were committed
     assert {v.state for v in store.list_view("all", NOW)} == {"done"}
     run_tick(store, NOW + 3_600_000)
     assert len(http.requests) == ROWS  # and a later tick sends nothing again
@@ -86,10 +99,10 @@ def test_a_tick_of_thousands_of_rows_delivers_each_exactly_once(
 def test_a_tick_failing_half_way_keeps_every_sent_target_recorded(
     db_path: Path, http: HttpSink
 ) -> None:
-    store = WatchedStore(db_path, fail_write_back_at=3)
+    store = WatchedStore(db_path, fail_at=3)
     fill(store, http.url("/r"))
 
-    with pytest.raises(RuntimeError, match="disk on fire"):
+    with pytest.raises(StoreError, match="disk on fire"):
         run_tick(store)
 
     # Whatever reached the receiver before the failure is in the ledger: nothing to re-send.

@@ -220,9 +220,10 @@ def test_a_row_with_its_email_sent_before_a_crash_gets_only_the_webhook(
     from duequeue.timefmt import to_ms
 
     store = open_store()
-    (claim,) = store.claim_due(to_ms(T0), 10, 3, 60_000, "crashed-tick")
-    email = next(t for t in claim.targets if t.channel == "email")
-    store.record([DeliveryRecord(rid, email.id, claim.fire_at, "sent", None, 1, to_ms(T0))])
+    (fire,) = store.claim(to_ms(T0), 10, 3, 60_000, "crashed-tick")
+    email = next(t for t in fire.targets if t.channel == "email")
+    sent = DeliveryRecord(rid, email.id, fire.fire_at, "sent", None, 1, to_ms(T0))
+    store.commit("crashed-tick", to_ms(T0), [sent], [], [])
     store.close()
 
     assert counts(cli.tick()) == NOTHING  # the dead tick's lease still holds

@@ -18,7 +18,7 @@ def test_it_creates_the_database_owner_only_in_wal_mode(db_path: Path) -> None:
     assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
     conn = apsw.Connection(str(db_path))
     assert conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
-    assert conn.execute("PRAGMA user_version").fetchall() == [(4,)]
+    assert conn.execute("PRAGMA user_version").fetchall() == [(5,)]
 
 
 OLD_SCHEMA = DATA / "schema_v2.sql"  # as released
@@ -43,7 +43,7 @@ def test_it_upgrades_a_version_1_database_in_place(db_path: Path) -> None:
     finally:
         store.close()
     conn = apsw.Connection(str(db_path))
-    assert conn.execute("PRAGMA user_version").fetchall() == [(4,)]
+    assert conn.execute("PRAGMA user_version").fetchall() == [(5,)]
     columns = [r[1] for r in conn.execute("PRAGMA table_info(dead_letters)")]
     assert columns[-1] == "retried_at"
 

@@ -1,0 +1,228 @@
+"""A tick's commit, written once for every dialect: the one place the order of its writes lives.
+
+One transaction, in this order:
+
+1. **Records** (the ledger): facts about sends that happened, so they always land, whoever holds
+   the claim now. A second `sent` of one target and fire is a no-op (the partial unique index
+   deliveries_sent_once), and so is the same attempt recorded again (a commit repeated after a
+   lost connection, or by a tick taking over a failed commit helper's batches).
+2. **Resolutions**, each only while `owner` still holds its claim's lease (fencing: a tick that
+   outran its lease, or was cut off, never overwrites what another tick or an operator did
+   since). A row claim's row gets its new state; a target claim's retry row is taken back. Then,
+   for the resolutions that applied: the targets left retrying on their own, the dead letters,
+   and targets switched off after 410 Gone.
+3. **Releases**, for claims the tick did not finish, again only while `owner` holds them.
+
+Records come first so that a claim never leaves our lease (written back or released) before the
+ledger holds what was sent for it: whoever claims it next sees those sends, and a target
+recorded as sent is never sent the fire again.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from duequeue.store.base import (
+    Claim,
+    Committed,
+    DeliveryRecord,
+    Resolution,
+    RowClaim,
+    TargetClaim,
+)
+from duequeue.store.sql import Dialect, Run
+
+MAX_ERROR_TEXT = 1000
+
+# Every value is CAST: PostgreSQL types the SELECT list on its own, before the INSERT's columns.
+_RECORD = """INSERT INTO deliveries
+        (reminder_id, target_id, fire_at, outcome, error, attempt, at, retry_at)
+    SELECT CAST(:rid AS BIGINT), CAST(:tid AS BIGINT), CAST(:fire AS BIGINT),
+           CAST(:outcome AS TEXT), CAST(:error AS TEXT), CAST(:attempt AS INTEGER),
+           CAST(:at AS BIGINT), CAST(:retry_at AS BIGINT)
+    WHERE NOT EXISTS (SELECT 1 FROM deliveries
+                      WHERE reminder_id = :rid AND fire_at = :fire AND target_id = :tid
+                        AND attempt = :attempt AND outcome = :outcome)
+    ON CONFLICT DO NOTHING"""
+
+_ROW = """UPDATE reminders SET
+        fire_at = :pending, next_fire_at = :next, error_count = :errors, last_error = :error,
+        last_fired_at = CASE WHEN :fired THEN :fire ELSE last_fired_at END,
+        skipped_fires = skipped_fires + :skipped,
+        done_at = CASE WHEN :state = 'done' THEN :now END,
+        dead_at = CASE WHEN :state = 'dead' THEN :dead_at END,
+        lease_owner = NULL, lease_until = NULL, updated_at = :now
+    WHERE id = :id AND lease_owner = :owner
+    RETURNING id"""
+
+# A target claim's retry row is taken back whatever comes next; one still waiting is put back
+# by _WAITING with its new state.
+_TAKE_RETRY = """DELETE FROM target_retries
+    WHERE target_id = :tid AND fire_at = :fire AND lease_owner = :owner
+    RETURNING target_id, fire_at"""
+
+_WAITING = """INSERT INTO target_retries
+        (reminder_id, target_id, fire_at, error_count, last_error, next_try_at, created_at)
+    VALUES (:rid, :tid, :fire, :errors, :error, :next, :now)
+    ON CONFLICT (target_id, fire_at) DO UPDATE SET
+        error_count = excluded.error_count, last_error = excluded.last_error,
+        next_try_at = excluded.next_try_at, lease_owner = NULL, lease_until = NULL"""
+
+# Targets of one fire that die apart (one at the partial success, another after its own retries)
+# share the fire's dead letter: its error names each, its count is the most failed attempts.
+_DEAD = """INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at)
+    VALUES (:rid, :fire, :errors, :error, :dead_at)
+    ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
+        error_count = CASE
+            WHEN dead_letters.retried_at IS NULL
+                 AND dead_letters.error_count > excluded.error_count
+            THEN dead_letters.error_count ELSE excluded.error_count END,
+        last_error = CASE
+            WHEN dead_letters.retried_at IS NULL AND dead_letters.last_error IS NOT NULL
+            THEN substr(dead_letters.last_error || '; ' || excluded.last_error, 1, :max)
+            ELSE excluded.last_error END,
+        dead_at = excluded.dead_at, retried_at = NULL"""
+
+_DISABLE = """UPDATE targets SET disabled_at = :now, disabled_reason = :reason
+    WHERE id = :id AND disabled_at IS NULL"""
+
+_RELEASE_RETRY = """UPDATE target_retries SET lease_owner = NULL, lease_until = NULL
+    WHERE target_id = :tid AND fire_at = :fire AND lease_owner = :owner"""
+
+
+def commit(
+    run: Run,
+    d: Dialect,
+    owner: str,
+    now: int,
+    records: Sequence[DeliveryRecord],
+    resolutions: Sequence[Resolution],
+    releases: Sequence[Claim],
+) -> Committed:
+    """Record, resolve and release, in that order, inside the caller's transaction."""
+    if records:
+        run.many(d.sql(_RECORD), [_record(r) for r in records])
+    applied, refused = _resolve(run, d, owner, now, resolutions)
+    _release(run, d, owner, now, releases)
+    return Committed(tuple(applied), tuple(refused), len(releases))
+
+
+def _record(r: DeliveryRecord) -> dict[str, Any]:
+    return {
+        "rid": r.reminder_id,
+        "tid": r.target_id,
+        "fire": r.fire_at,
+        "outcome": r.outcome,
+        "error": r.error,
+        "attempt": r.attempt,
+        "at": r.at,
+        "retry_at": r.retry_at,
+    }
+
+
+def _resolve(
+    run: Run, d: Dialect, owner: str, now: int, resolutions: Sequence[Resolution]
+) -> tuple[list[Resolution], list[Resolution]]:
+    """Apply the resolutions whose lease is still ours; return (applied, refused)."""
+    rows = [r for r in resolutions if r.row is not None]
+    taken = [r.claim for r in resolutions if isinstance(r.claim, TargetClaim)]
+    kept_rows = {
+        int(found[0]) for found in run.many(d.sql(_ROW), [_row(r, now, owner) for r in rows])
+    }
+    kept_retries = {
+        (int(tid), int(fire))
+        for tid, fire in run.many(
+            d.sql(_TAKE_RETRY),
+            [{"tid": c.target_id, "fire": c.fire_at, "owner": owner} for c in taken],
+        )
+    }
+    applied: list[Resolution] = []
+    refused: list[Resolution] = []
+    for r in resolutions:
+        c = r.claim
+        ours = (
+            c.reminder_id in kept_rows
+            if isinstance(c, RowClaim)
+            else (c.target_id, c.fire_at) in kept_retries
+        )
+        (applied if ours else refused).append(r)
+    run.many(
+        d.sql(_WAITING),
+        [
+            {
+                "rid": r.reminder_id,
+                "tid": w.target_id,
+                "fire": r.fire_at,
+                "errors": w.failures,
+                "error": w.last_error,
+                "next": w.next_try_at,
+                "now": now,
+            }
+            for r in applied
+            for w in r.waiting
+        ],
+    )
+    run.many(
+        d.sql(_DEAD),
+        [
+            {
+                "rid": r.reminder_id,
+                "fire": r.fire_at,
+                "errors": r.dead.error_count,
+                "error": r.dead.last_error,
+                "dead_at": now if r.dead.dead_at is None else r.dead.dead_at,
+                "max": MAX_ERROR_TEXT,
+            }
+            for r in applied
+            if r.dead is not None
+        ],
+    )
+    run.many(
+        d.sql(_DISABLE),
+        [
+            {"id": tid, "now": now, "reason": r.dead.last_error if r.dead else None}
+            for r in applied
+            for tid in r.disable
+        ],
+    )
+    return applied, refused
+
+
+def _row(r: Resolution, now: int, owner: str) -> dict[str, Any]:
+    row = r.row
+    assert row is not None
+    return {
+        "pending": row.pending_fire_at,
+        "next": row.next_fire_at,
+        "errors": row.error_count,
+        "error": row.last_error,
+        "fired": row.fired,
+        "fire": r.fire_at,
+        "skipped": row.skipped,
+        "state": row.state,
+        "now": now,
+        "dead_at": now if row.dead_at is None else row.dead_at,
+        "id": r.reminder_id,
+        "owner": owner,
+    }
+
+
+def _release(run: Run, d: Dialect, owner: str, now: int, releases: Sequence[Claim]) -> None:
+    """Drop `owner`'s lease on claims it did not finish (not on any another tick took since)."""
+    rows = [c.reminder_id for c in releases if isinstance(c, RowClaim)]
+    if rows:
+        run(
+            d.sql(
+                f"""UPDATE reminders SET lease_owner = NULL, lease_until = NULL,
+                       updated_at = :now
+                    WHERE {d.in_ids("id", "ids")} AND lease_owner = :owner"""
+            ),
+            {"now": now, "ids": d.ids(rows), "owner": owner},
+        )
+    run.many(
+        d.sql(_RELEASE_RETRY),
+        [
+            {"tid": c.target_id, "fire": c.fire_at, "owner": owner}
+            for c in releases
+            if isinstance(c, TargetClaim)
+        ],
+    )
