@@ -1,45 +1,75 @@
-"""Stores: where reminders, targets and the delivery ledger live."""
+"""Stores: where reminders, targets and the delivery ledger live.
 
-from types import ModuleType
+One SQL store (sqlstore.py) over a backend per database, chosen by the scheme of the `--db` URL
+from the registry below; a plain path is an SQLite file.
+"""
+
+import importlib
+from urllib.parse import urlsplit
 
 from duequeue.errors import StoreError
 from duequeue.store.base import Store
 
+# URL scheme -> the module whose connect(db, busy_timeout_s, create) opens a store on it. Imported
+# only on demand: the SQLite path never loads psycopg (an optional dependency).
+BACKENDS: dict[str, str] = {
+    "sqlite": "duequeue.store.sqlite",
+    "postgresql": "duequeue.store.postgres",
+    "postgres": "duequeue.store.postgres",
+}
+# What a backend module needs installed, for the error that says how to install it.
+_EXTRAS = {
+    "duequeue.store.postgres": "a postgresql:// database needs psycopg: "
+    "pip install 'duequeue[postgres]'"
+}
+
+
+def register(scheme: str, module: str) -> None:
+    """Open `scheme://` databases with `module`'s connect(db, busy_timeout_s, create)."""
+    BACKENDS[scheme.lower()] = module
+
+
+def scheme(db: str) -> str:
+    """Return the backend scheme a --db value names: a URL's scheme, or sqlite for a path."""
+    if "://" not in db:
+        return "sqlite"
+    return urlsplit(db).scheme.lower()
+
 
 def is_postgres_url(db: str) -> bool:
     """Return whether a --db value names a PostgreSQL database rather than an SQLite file."""
-    return db.startswith(("postgresql://", "postgres://"))
+    return scheme(db) in ("postgresql", "postgres")
 
 
 def safe_url(url: str) -> str:
-    """Return a --db value fit to print: a PostgreSQL URL with its password masked."""
+    """Return a --db value fit to print: a URL with its password masked."""
     from duequeue import redact
 
     return redact.url(url)
 
 
-def postgres_module() -> ModuleType:
-    """Import the PostgreSQL store, or say how to install what it needs."""
-    # Imported only on demand: the SQLite path never loads psycopg (an optional dependency).
-    try:
-        from duequeue.store import postgres
-    except ImportError as exc:
-        raise StoreError(
-            "a postgresql:// database needs psycopg: pip install 'duequeue[postgres]'"
-        ) from exc
-    return postgres
-
-
 def open_store(db: str, busy_timeout_s: float = 5.0, create: bool = True) -> Store:
-    """Open the store a --db value names: a postgresql:// URL selects PostgreSQL, a path SQLite.
+    """Open the store a --db value names, through the backend its URL scheme selects.
 
-    `busy_timeout_s` is how long an SQLite write waits for another process's lock before
-    failing; PostgreSQL locks rows, not the database, and a tick never waits on one. Without
-    `create`, a missing SQLite file is an error instead of a new empty database.
+    `busy_timeout_s` is how long a write waits for another process's lock before failing (SQLite;
+    PostgreSQL locks rows, not the database). Without `create`, a missing SQLite file is an error
+    instead of a new empty database.
     """
-    if is_postgres_url(db):
-        store: Store = postgres_module().PostgresStore(db)
-        return store
-    from duequeue.store.sqlite import SQLiteStore
+    name = BACKENDS.get(scheme(db))
+    if name is None:
+        known = ", ".join(sorted(f"{s}://" for s in BACKENDS))
+        raise StoreError(f"--db {safe_url(db)}: no backend for that scheme (known: {known})")
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        raise StoreError(_EXTRAS.get(name, f"cannot load {name}: {exc}")) from exc
+    store: Store = module.connect(db, busy_timeout_s, create)
+    return store
 
-    return SQLiteStore(db, busy_timeout_ms=max(1, round(busy_timeout_s * 1000)), create=create)
+
+def postgres_module() -> None:
+    """Raise the error that says how to install psycopg, when it is missing."""
+    try:
+        importlib.import_module(BACKENDS["postgresql"])
+    except ImportError as exc:
+        raise StoreError(_EXTRAS[BACKENDS["postgresql"]]) from exc

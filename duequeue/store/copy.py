@@ -13,8 +13,7 @@ from typing import Any
 import apsw
 
 from duequeue.errors import StoreError
-from duequeue.store.pg_session import Cursor
-from duequeue.store.postgres import PostgresStore
+from duequeue.store.postgres import Cursor, PostgresStore
 from duequeue.store.sqlite import SQLiteStore
 
 # Parents before children, so the foreign keys hold row by row.
@@ -44,8 +43,8 @@ def sqlite_to_postgres(source: str, target: str) -> Copied:
         conn = apsw.Connection(source, flags=apsw.SQLITE_OPEN_READONLY)
         try:
             conn.execute("BEGIN")  # one snapshot of the whole file
-            counts = store.session.transact(
-                lambda cur: _copy(conn, cur, store.session.where),
+            counts = store.backend.transact_cursor(
+                lambda cur: _copy(conn, cur, store.backend.where),
                 what="migrate",
                 repeatable=False,  # a lost connection rolls it all back; run migrate again
             )

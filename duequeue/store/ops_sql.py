@@ -1,8 +1,7 @@
-"""The operator's queries written once for both stores: cancel, retry, stats, prune.
+"""The operator's queries written once for every dialect: cancel, retry, stats, prune.
 
-Each function runs inside the transaction its store opened (see sql.py for the Run and Dialect
-seam); none of them commits or reads the clock. Bulk add and health checks differ per store and
-stay in sqlite_ops.py and pg_ops.py.
+Each function runs inside the transaction the store opened (see sql.py for the Run and Dialect
+seam); none of them commits or reads the clock.
 """
 
 from collections.abc import Sequence

@@ -1,217 +1,287 @@
-"""The PostgreSQL store (psycopg 3): many hosts tick one queue.
+"""The PostgreSQL backend (psycopg 3): many hosts tick one queue.
 
 Claims lock their rows with FOR UPDATE SKIP LOCKED inside the claiming UPDATE, so concurrent
 ticks on any number of hosts split the due rows without waiting on each other, and the lease
 columns carry the ownership past the transaction exactly as on SQLite.
+
+Every unit of work is one transaction. When the connection breaks (a server restart, a terminated
+backend, a network cut) the backend reconnects once and repeats the transaction if the caller
+marked it safe to repeat; otherwise, or when the repeat fails too, it raises StoreError. A store
+never silently drops a write.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit
 
-from duequeue.store import claim_sql, commit_sql, ops_sql, reads, retries
-from duequeue.store import rows as shared
-from duequeue.store.base import (
-    Change,
-    Claim,
-    Committed,
-    DeadLetter,
-    DeliveryRecord,
-    Fire,
-    HealthCheck,
-    NewReminder,
-    PendingRetry,
-    PruneCounts,
-    ReminderView,
-    Resolution,
-    Stats,
-    Store,
-    View,
-)
-from duequeue.store.pg_ops import PgRun, add_many, health, insert_reminder
-from duequeue.store.pg_session import SCHEMA_VERSION, Cursor, Session
-from duequeue.store.sql import POSTGRES
+import psycopg
+
+from duequeue.errors import StoreBusyError, StoreError
+from duequeue.redact import url as safe_url
+from duequeue.store import ops_sql, schema
+from duequeue.store.base import HealthCheck
+from duequeue.store.sql import POSTGRES, Row, Run
+from duequeue.store.sqlstore import SQLStore
+
+SCHEMA_VERSION = schema.VERSION  # one version number across both dialects
+APPLICATION = "duequeue"
+# pg_advisory_xact_lock key ('dque'): processes starting on a fresh database apply the schema
+# one after another instead of racing into "relation already exists".
+SCHEMA_LOCK = 0x64717565
+CONNECT_TIMEOUT_S = 10
+
+T = TypeVar("T")
+Cursor = psycopg.Cursor[tuple[Any, ...]]
 
 
-class PostgresStore(Store):
-    """A Store on one PostgreSQL database (the tables live in the connection's current schema)."""
+def schema_postgres_sql() -> str:
+    """Return the PostgreSQL schema shipped inside the package."""
+    return schema.current("postgresql")
+
+
+class PostgresStore(SQLStore):
+    """The SQL store on one PostgreSQL database (the tables live in the connection's current
+    schema)."""
 
     def __init__(self, url: str) -> None:
-        self.session = Session(url)
+        self.backend: PostgresBackend = PostgresBackend(url)
+        super().__init__(self.backend)
+
+
+class PostgresBackend:
+    """One PostgreSQL database, open for the SQL store: a connection in autocommit mode with
+    explicit transactions, that survives a dropped link."""
+
+    dialect = POSTGRES
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.where = safe_url(url)
+        self._passwords = _passwords(url)
+        self.conn = self._connect()
+        try:
+            self._ensure_schema()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def transact(
+        self, work: Callable[[Run], T], *, what: str, write: bool, repeatable: bool = True
+    ) -> T:
+        # Reads and writes alike run in a transaction (PostgreSQL locks rows, not the database).
+        return self.transact_cursor(lambda cur: work(PgRun(cur)), what=what, repeatable=repeatable)
+
+    def health(self, run: Run) -> list[HealthCheck]:
+        return health(run, self.where, SCHEMA_VERSION)
+
+    def transact_cursor(self, work: Callable[[Cursor], T], *, what: str, repeatable: bool) -> T:
+        """Run `work` on a cursor in one transaction; on a broken connection reconnect once
+        and, if the transaction is `repeatable` (safe to run twice), run it again."""
+        try:
+            return self._once(work)
+        except psycopg.Error as exc:
+            if not self.conn.broken and not self.conn.closed:
+                # Lock timeouts, deadlocks, serialization failures, a full disk: the server is
+                # there and the same work may succeed later.
+                error = StoreBusyError if isinstance(exc, psycopg.OperationalError) else StoreError
+                raise error(f"PostgreSQL {self.where}: {what}: {self._line(exc)}") from exc
+            if not repeatable:
+                raise StoreBusyError(
+                    f"lost the connection to PostgreSQL {self.where} during {what}: "
+                    f"{self._line(exc)}"
+                ) from exc
+            lost = exc
+        self.conn.close()
+        try:
+            self.conn = self._connect()
+        except StoreError as exc:
+            raise StoreBusyError(
+                f"lost the connection to PostgreSQL {self.where} during {what} "
+                f"({self._line(lost)}) and could not reconnect: {exc}"
+            ) from lost
+        try:
+            return self._once(work)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"PostgreSQL {self.where}: {what} failed again after reconnecting: "
+                f"{self._line(exc)}"
+            ) from exc
 
     def close(self) -> None:
-        self.session.close()
+        self.conn.close()
 
-    # -- writes -----------------------------------------------------------------------------
+    def _once(self, work: Callable[[Cursor], T]) -> T:
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            return work(cur)
 
-    def add(self, reminder: NewReminder, now: int) -> tuple[int, bool]:
-        r = reminder
-
-        def work(cur: Cursor) -> tuple[int, bool]:
-            if r.key is not None:
-                # Looked up first so that repeating a keyed add does not use up an id.
-                cur.execute("SELECT id FROM reminders WHERE key = %s", (r.key,))
-                if found := cur.fetchone():
-                    return int(found[0]), False
-            # The UNIQUE key decides, not the lookup: concurrent adds of one key land once.
-            rid = insert_reminder(cur, r, now)
-            if rid is None:
-                cur.execute("SELECT id FROM reminders WHERE key = %s", (r.key,))
-                existing = cur.fetchone()
-                assert existing is not None
-                return int(existing[0]), False
-            return rid, True
-
-        # Without a key a repeat after a lost commit could add the reminder twice: not repeated.
-        return self.session.transact(work, what="add", repeatable=r.key is not None)
-
-    def claim(self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str) -> list[Fire]:
-        # Repeating is safe: if the lost transaction did commit, its rows stay leased to us
-        # unseen and are retaken when the lease runs out, like a crashed tick's; never twice.
-        return self.session.transact(
-            lambda cur: claim_sql.claim(
-                PgRun(cur), POSTGRES, now, limit, max_errors, lease_ms, owner
-            ),
-            what="claim",
-            repeatable=True,
-        )
-
-    def commit(
-        self,
-        owner: str,
-        now: int,
-        records: Sequence[DeliveryRecord],
-        resolutions: Sequence[Resolution],
-        releases: Sequence[Claim],
-    ) -> Committed:
-        # Repeating is safe: a record already there is not added again, and a resolution or
-        # release that did commit cleared our lease, so the repeat finds nothing to change. If
-        # even the repeat fails, StoreError stops the tick: its leases run out and a target sent
-        # but not recorded is sent again (docs/guarantees.md: at least once to the network).
-        return self.session.transact(
-            lambda cur: commit_sql.commit(
-                PgRun(cur), POSTGRES, owner, now, records, resolutions, releases
-            ),
-            what="commit",
-            repeatable=True,
-        )
-
-    def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
-        return self.session.transact(
-            lambda cur: retries.pending(PgRun(cur), POSTGRES, reminder_id),
-            what="reading retries",
-            repeatable=True,
-        )
-
-    def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
-        def work(cur: Cursor) -> list[Change]:
-            run = PgRun(cur)
-            changed = retries.enable(run, POSTGRES, ids)
-            return shared.enabled(ids, reads.known(run, POSTGRES, ids), changed)
-
-        return self.session.transact(work, what="enable", repeatable=True)
-
-    # -- reads ------------------------------------------------------------------------------
-
-    def list_view(
-        self,
-        view: View,
-        now: int,
-        limit: int | None = None,
-        *,
-        subject_like: str | None = None,
-        target_like: str | None = None,
-    ) -> list[ReminderView]:
-        return self.session.transact(
-            lambda cur: reads.view(
-                PgRun(cur), POSTGRES, view, now, limit, subject_like, target_like
-            ),
-            what="inspect",
-            repeatable=True,
-        )
-
-    def get(self, reminder_id: int) -> ReminderView | None:
-        return self.session.transact(
-            lambda cur: reads.get(PgRun(cur), POSTGRES, reminder_id), what="get", repeatable=True
-        )
-
-    def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
-        return self.session.transact(
-            lambda cur: reads.deliveries(PgRun(cur), POSTGRES, reminder_id),
-            what="reading the ledger",
-            repeatable=True,
-        )
-
-    def dead_letters(self, reminder_id: int) -> list[DeadLetter]:
-        return self.session.transact(
-            lambda cur: reads.dead_letters(PgRun(cur), POSTGRES, reminder_id),
-            what="reading dead letters",
-            repeatable=True,
-        )
-
-    def stats(self, now: int) -> Stats:
-        # One REPEATABLE READ snapshot, so the counts agree with each other.
-        def work(cur: Cursor) -> Stats:
-            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            return ops_sql.stats(PgRun(cur), POSTGRES, now)
-
-        return self.session.transact(work, what="stats", repeatable=True)
-
-    def pending_channels(self) -> set[str]:
-        return self.session.transact(
-            lambda cur: reads.pending_channels(PgRun(cur), POSTGRES),
-            what="pending channels",
-            repeatable=True,
-        )
-
-    def notify_addresses(self, limit: int) -> list[str]:
-        return self.session.transact(
-            lambda cur: reads.notify_addresses(PgRun(cur), POSTGRES, limit),
-            what="notify targets",
-            repeatable=True,
-        )
-
-    def health(self) -> list[HealthCheck]:
-        return self.session.transact(
-            lambda cur: health(cur, self.session.where, SCHEMA_VERSION),
-            what="health checks",
-            repeatable=True,
-        )
-
-    # -- operator writes --------------------------------------------------------------------
-
-    def add_many(self, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
-        # Keyless reminders would be added twice by a repeat after a lost commit, and a stream
-        # (import's spool) is not checked for keys: that would read it all once more.
-        return self.session.transact(
-            lambda cur: add_many(cur, reminders, now),
-            what="bulk add",
-            repeatable=isinstance(reminders, Sequence)
-            and all(r.key is not None for r in reminders),
-        )
-
-    # A repeat of cancel, retry or prune after a lost commit finds its work done and changes
-    # nothing more (it may then report the rows as skipped).
-    def cancel(self, ids: Sequence[int], now: int) -> list[Change]:
-        return self.session.transact(
-            lambda cur: ops_sql.cancel(PgRun(cur), POSTGRES, ids, now),
-            what="cancel",
-            repeatable=True,
-        )
-
-    def retry_dead(self, ids: Sequence[int] | None, now: int) -> list[Change]:
-        return self.session.transact(
-            lambda cur: ops_sql.retry_dead(PgRun(cur), POSTGRES, ids, now),
-            what="retry",
-            repeatable=True,
-        )
-
-    def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:
-        def work(cur: Cursor) -> PruneCounts:
-            counts = ops_sql.prune(PgRun(cur), POSTGRES, before)
-            if dry_run:
-                raise ops_sql.DryRun(counts)  # rolls the deletions back
-            return counts
-
+    def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
+        kwargs: dict[str, Any] = {"autocommit": True, "application_name": APPLICATION}
+        if "connect_timeout" not in self.url:
+            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
         try:
-            return self.session.transact(work, what="prune", repeatable=True)
-        except ops_sql.DryRun as undone:
-            return undone.counts
+            return psycopg.connect(self.url, **kwargs)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot connect to PostgreSQL {self.where}: {self._line(exc)}"
+            ) from exc
+
+    def _line(self, exc: BaseException) -> str:
+        """Return the first line of an error, with any password masked."""
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        text = text.removeprefix("connection failed: ")
+        for secret in self._passwords:
+            text = text.replace(secret, "****")
+        return text
+
+    def _ensure_schema(self) -> None:
+        if self._schema_is_current():
+            return
+        state = self.transact_cursor(
+            _schema_state, what="reading the schema version", repeatable=True
+        )
+        if state != (APPLICATION, SCHEMA_VERSION):
+
+            def apply(cur: Cursor) -> tuple[str, int] | None:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                found = _schema_state(cur)  # another process may have applied it meanwhile
+                if found is None:
+                    cur.execute(schema_postgres_sql().encode())
+                    return APPLICATION, SCHEMA_VERSION
+                oldest = schema.OLDEST["postgresql"]
+                if found[0] == APPLICATION and oldest <= found[1] < SCHEMA_VERSION:
+                    _upgrade(cur, found[1])
+                    return APPLICATION, SCHEMA_VERSION
+                return found
+
+            state = self.transact_cursor(apply, what="applying the schema", repeatable=True)
+        if state is None or state[0] != APPLICATION:
+            raise StoreError(f"PostgreSQL {self.where} holds tables, but not duequeue's")
+        if state[1] != SCHEMA_VERSION:
+            raise StoreError(
+                f"PostgreSQL {self.where} has schema version {state[1]}; "
+                f"this duequeue knows {SCHEMA_VERSION}"
+            )
+
+    def _schema_is_current(self) -> bool:
+        """Check the version marker in one round trip: what every command pays on open."""
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT name, value FROM duequeue_meta")
+                meta = dict(cur.fetchall())
+        except psycopg.errors.UndefinedTable:
+            return False  # a fresh or foreign database: the careful path decides
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL {self.where}: {self._line(exc)}") from exc
+        return meta == {"application": APPLICATION, "schema_version": str(SCHEMA_VERSION)}
+
+
+class PgRun:
+    """A cursor as the Run that SQL written once goes through (see sql.py)."""
+
+    __slots__ = ("_cur",)
+
+    def __init__(self, cur: Cursor) -> None:
+        self._cur = cur
+
+    def __call__(self, sql: str, args: Mapping[str, Any], /) -> list[Row]:
+        self._cur.execute(sql.encode(), args)
+        return self._cur.fetchall() if self._cur.description is not None else []
+
+    def many(self, sql: str, rows: Sequence[Mapping[str, Any]], /) -> list[Row]:
+        if not rows:
+            return []
+        # Pipelined: the batch costs about one round trip, not one per row.
+        self._cur.executemany(sql.encode(), rows, returning=True)
+        found: list[Row] = []
+        while True:
+            if self._cur.description is not None:
+                found.extend(self._cur.fetchall())
+            if not self._cur.nextset():
+                return found
+
+    def changed(self) -> int:
+        return self._cur.rowcount
+
+
+def health(run: Run, where: str, expected_version: int) -> list[HealthCheck]:
+    """Check the schema version, the server, and the index that holds the core rule."""
+    found = run("SELECT value FROM duequeue_meta WHERE name = 'schema_version'", {})
+    version = int(found[0][0]) if found else 0
+    checks = [ops_sql.schema_check(where, version, expected_version)]
+    server = run("SHOW server_version", {})[0]
+    checks.append(
+        HealthCheck("database server", True, f"PostgreSQL {server[0] if server else '?'}")
+    )
+    # The "one sent per target and fire" rule lives in this unique index; a failed concurrent
+    # rebuild can leave it invalid, and then nothing stops a second `sent`.
+    found = run(
+        """SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           WHERE c.relname = 'deliveries_sent_once'
+             AND c.relnamespace = current_schema()::regnamespace""",
+        {},
+    )
+    index = found[0] if found else None
+    ok = bool(index and index[0])
+    checks.append(
+        HealthCheck(
+            "database integrity",
+            ok,
+            "index deliveries_sent_once: valid"
+            if ok
+            else "index deliveries_sent_once: " + ("invalid" if index else "missing"),
+            None
+            if ok
+            else "stop cron, then in psql `REINDEX INDEX deliveries_sent_once` (if invalid) or "
+            "create it as schema_postgres.sql does (if missing)",
+        )
+    )
+    return checks
+
+
+def _upgrade(cur: Cursor, version: int) -> None:
+    """Bring an older schema to SCHEMA_VERSION with the numbered migrations, in one transaction
+    (the caller's)."""
+    for step in schema.migrations("postgresql", version):
+        cur.execute(step.sql.encode())
+    cur.execute(
+        "UPDATE duequeue_meta SET value = %s WHERE name = 'schema_version'", (str(SCHEMA_VERSION),)
+    )
+
+
+def _schema_state(cur: Cursor) -> tuple[str, int] | None:
+    """Return (application, version) of the current schema; None when it is empty.
+
+    A schema with tables but no duequeue marker reads as ('', 0): foreign.
+    """
+    cur.execute("SELECT current_schema()")
+    row = cur.fetchone()
+    if row is None or row[0] is None:
+        raise StoreError("PostgreSQL: no schema on the search_path to create tables in")
+    cur.execute(
+        """SELECT count(*), count(*) FILTER (WHERE tablename = 'duequeue_meta')
+           FROM pg_tables WHERE schemaname = current_schema()"""
+    )
+    tables, marked = cur.fetchone() or (0, 0)
+    if not tables:
+        return None
+    if not marked:
+        return "", 0
+    cur.execute("SELECT name, value FROM duequeue_meta")
+    meta: dict[str, str] = dict(cur.fetchall())
+    try:
+        return str(meta.get("application", "")), int(meta.get("schema_version", 0))
+    except ValueError:
+        return "", 0
+
+
+def _passwords(url: str) -> list[str]:
+    parts = urlsplit(url)
+    found = [v for k, v in parse_qsl(parts.query) if k == "password" and v]
+    if parts.password:
+        found.append(parts.password)
+    return found
+
+
+def connect(db: str, busy_timeout_s: float, create: bool) -> PostgresStore:
+    """Open the store on the PostgreSQL database the URL `db` names (it always exists)."""
+    return PostgresStore(db)

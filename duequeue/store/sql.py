@@ -55,6 +55,9 @@ class Dialect:
     read_before_claim: bool
     # The ledger rows of a batch of fires (:rids[i], :fires[i]), oldest first: see LEDGER_*.
     ledger_of_fires: str
+    # The first statement of a read whose counts must agree with each other ("" when every
+    # read transaction already sees one snapshot).
+    snapshot: str
 
     def sql(self, text: str) -> str:
         """Return `text` with `:name` parameters in the driver's style."""
@@ -114,6 +117,7 @@ SQLITE = Dialect(
     no_limit=-1,
     read_before_claim=True,
     ledger_of_fires=LEDGER_SQLITE,
+    snapshot="",  # a WAL read transaction is one snapshot
 )
 
 POSTGRES = Dialect(
@@ -133,4 +137,5 @@ POSTGRES = Dialect(
     no_limit=None,
     read_before_claim=False,
     ledger_of_fires=LEDGER_POSTGRES,
+    snapshot="SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
 )

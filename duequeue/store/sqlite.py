@@ -1,37 +1,31 @@
-"""The SQLite store (apsw): WAL, a busy timeout, and BEGIN IMMEDIATE for every write."""
+"""The SQLite backend (apsw): one file, WAL, a busy timeout, and BEGIN IMMEDIATE for every write.
+
+The database is created whole or not at all (a private file hard-linked into place), owner-only,
+and refused when it is someone else's (an empty file, a foreign application id, a newer schema).
+"""
 
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
+from urllib.parse import urlsplit
 
 import apsw
 
 from duequeue.errors import StoreError
-from duequeue.store import access, claim_sql, commit_sql, reads, retries, schema
-from duequeue.store import rows as shared
-from duequeue.store.base import (
-    Change,
-    Claim,
-    Committed,
-    DeliveryRecord,
-    Fire,
-    NewReminder,
-    PendingRetry,
-    ReminderView,
-    Resolution,
-    Store,
-    View,
-)
-from duequeue.store.sql import SQLITE, Row
-from duequeue.store.sqlite_errors import guarded, one_line, store_error
-from duequeue.store.sqlite_ops import REMINDER_PARAMS, OperatorQueries, SQLiteRun
+from duequeue.store import access, ops_sql, schema
+from duequeue.store.base import HealthCheck
+from duequeue.store.sql import SQLITE, Row, Run
+from duequeue.store.sqlite_errors import one_line, store_error
+from duequeue.store.sqlstore import SQLStore
 
 SCHEMA_VERSION = schema.VERSION
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
 BUSY_TIMEOUT_MS = 5000
+
+T = TypeVar("T")
 
 
 def schema_sql() -> str:
@@ -39,46 +33,73 @@ def schema_sql() -> str:
     return schema.current("sqlite")
 
 
-class SQLiteStore(OperatorQueries, Store):
-    """A Store on one SQLite file."""
-
-    schema_version = SCHEMA_VERSION
+class SQLiteStore(SQLStore):
+    """The SQL store on one SQLite file (`path`)."""
 
     def __init__(
         self, path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS, create: bool = True
     ) -> None:
-        self.path = Path(path)
+        self.backend: SQLiteBackend = SQLiteBackend(Path(path), busy_timeout_ms, create)
+        super().__init__(self.backend)
+        self.path = self.backend.path
+
+
+class SQLiteBackend:
+    """One SQLite file, open for the SQL store."""
+
+    dialect = SQLITE
+
+    def __init__(self, path: Path, busy_timeout_ms: int, create: bool) -> None:
+        self.path = path
+        self.where = str(path)
         self.busy_timeout_ms = busy_timeout_ms
-        self._conn = _connect(self.path, busy_timeout_ms, create)
+        self.conn = _connect(path, busy_timeout_ms, create)
         try:
             self._ensure_schema()
         except apsw.Error as exc:
-            self._conn.close()
-            raise store_error(self.path, busy_timeout_ms, exc) from exc
+            self.conn.close()
+            raise store_error(path, busy_timeout_ms, exc) from exc
         except BaseException:
-            self._conn.close()
+            self.conn.close()
             raise
 
-    # -- plumbing ---------------------------------------------------------------------------
+    def transact(
+        self, work: Callable[[Run], T], *, what: str, write: bool, repeatable: bool = True
+    ) -> T:
+        # A write takes the lock up front (IMMEDIATE), so concurrent writers queue on the busy
+        # timeout instead of failing when a read lock would have to be upgraded. A local file
+        # never loses its connection: nothing is ever repeated here.
+        try:
+            with self._transaction("BEGIN IMMEDIATE" if write else "BEGIN"):
+                return work(SQLiteRun(self.conn.cursor()))
+        except apsw.Error as exc:
+            raise store_error(self.path, self.busy_timeout_ms, exc) from exc
+
+    def health(self, run: Run) -> list[HealthCheck]:
+        return health(self.conn, str(self.path), SCHEMA_VERSION)
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except apsw.Error as exc:
+            raise store_error(self.path, self.busy_timeout_ms, exc) from exc
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[apsw.Cursor]:
-        """Run a write transaction; IMMEDIATE so that concurrent writers queue on the busy
-        timeout instead of failing when a read lock would have to be upgraded."""
-        _fetch(self._conn, "BEGIN IMMEDIATE")
+    def _transaction(self, begin: str) -> Any:
+        _fetch(self.conn, begin)
         try:
-            yield self._conn.cursor()
+            yield
         except BaseException:
             # SQLite may already have rolled back (after an I/O error, say); the original error
             # is the one worth reporting.
             with contextlib.suppress(apsw.Error):
-                self._conn.execute("ROLLBACK")
+                self.conn.execute("ROLLBACK")
             raise
         try:
-            self._conn.execute("COMMIT")
+            self.conn.execute("COMMIT")
         except apsw.Error:
             with contextlib.suppress(apsw.Error):
-                self._conn.execute("ROLLBACK")
+                self.conn.execute("ROLLBACK")
             raise
 
     def _ensure_schema(self) -> None:
@@ -86,23 +107,23 @@ class SQLiteStore(OperatorQueries, Store):
         # not even switched to WAL.
         app_id, version = self._header()
         if version == SCHEMA_VERSION and app_id == APPLICATION_ID:
-            _use_wal(self._conn, self.path)
+            _use_wal(self.conn, self.path)
             return
         if version == 0 and app_id == 0:
-            tables = _fetch(self._conn, "SELECT count(*) FROM sqlite_schema")[0][0]
+            tables = _fetch(self.conn, "SELECT count(*) FROM sqlite_schema")[0][0]
             if tables:
                 raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
-            _use_wal(self._conn, self.path)
-            with self._write() as cur:
+            _use_wal(self.conn, self.path)
+            with self._transaction("BEGIN IMMEDIATE"):
                 app_id, version = self._header()  # another process may have won the race
                 if version == 0 and app_id == 0:
-                    cur.execute(schema_sql())
+                    self.conn.execute(schema_sql())
                     return
         if app_id == APPLICATION_ID and 0 < version < SCHEMA_VERSION:
-            _use_wal(self._conn, self.path)
-            with self._write() as cur:
+            _use_wal(self.conn, self.path)
+            with self._transaction("BEGIN IMMEDIATE"):
                 # Read again under the write lock: another process may have upgraded it.
-                _upgrade(cur, self._header()[1])
+                _upgrade(self.conn.cursor(), self._header()[1])
             return
         if app_id != APPLICATION_ID:
             raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
@@ -112,94 +133,59 @@ class SQLiteStore(OperatorQueries, Store):
             )
 
     def _header(self) -> tuple[int, int]:
-        app_id = _fetch(self._conn, "PRAGMA application_id")[0][0]
-        version = _fetch(self._conn, "PRAGMA user_version")[0][0]
+        app_id = _fetch(self.conn, "PRAGMA application_id")[0][0]
+        version = _fetch(self.conn, "PRAGMA user_version")[0][0]
         return int(app_id), int(version)
 
-    @guarded
-    def close(self) -> None:
-        self._conn.close()
 
-    # -- writes -----------------------------------------------------------------------------
+class SQLiteRun:
+    """A cursor as the Run that SQL written once goes through (see sql.py)."""
 
-    @guarded
-    def add(self, reminder: NewReminder, now: int) -> tuple[int, bool]:
-        r = reminder
-        with self._write() as cur:
-            # The UNIQUE key decides, not a check-then-insert: concurrent adds of one key land once.
-            rows = _fetch(
-                cur,
-                f"""INSERT INTO reminders ({shared.REMINDER_COLUMNS})
-                   VALUES ({REMINDER_PARAMS})
-                   ON CONFLICT (key) DO NOTHING RETURNING id""",
-                shared.reminder_values(r, now),
-            )
-            if not rows:
-                existing = _fetch(cur, "SELECT id FROM reminders WHERE key = ?", (r.key,))
-                return int(existing[0][0]), False
-            reminder_id = int(rows[0][0])
-            cur.executemany(
-                """INSERT OR IGNORE INTO targets (reminder_id, channel, address, secret)
-                   VALUES (?, ?, ?, ?)""",
-                [(reminder_id, t.channel, t.address, t.secret) for t in r.targets],
-            )
-        return reminder_id, True
+    __slots__ = ("_cur",)
 
-    @guarded
-    def claim(self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str) -> list[Fire]:
-        # A read first: the usual tick (nothing due) then never takes the write lock.
-        if not _fetch(self._conn, claim_sql.ANY_DUE, {"now": now, "max": max_errors})[0][0]:
+    def __init__(self, cur: apsw.Cursor) -> None:
+        self._cur = cur
+
+    def __call__(self, sql: str, args: Mapping[str, Any], /) -> list[Row]:
+        return _fetch(self._cur, sql, args)
+
+    def many(self, sql: str, rows: Sequence[Mapping[str, Any]], /) -> list[Row]:
+        if not rows:
             return []
-        with self._write() as cur:
-            return claim_sql.claim(SQLiteRun(cur), SQLITE, now, limit, max_errors, lease_ms, owner)
+        return cast(list[Row], self._cur.executemany(sql, rows).fetchall())
 
-    @guarded
-    def commit(
-        self,
-        owner: str,
-        now: int,
-        records: Sequence[DeliveryRecord],
-        resolutions: Sequence[Resolution],
-        releases: Sequence[Claim],
-    ) -> Committed:
-        with self._write() as cur:
-            return commit_sql.commit(
-                SQLiteRun(cur), SQLITE, owner, now, records, resolutions, releases
-            )
+    def changed(self) -> int:
+        return int(self._cur.connection.changes())
 
-    @guarded
-    def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
-        return retries.pending(SQLiteRun(self._conn.cursor()), SQLITE, reminder_id)
 
-    @guarded
-    def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
-        with self._write() as cur:
-            run = SQLiteRun(cur)
-            known = reads.known(run, SQLITE, ids)
-            return shared.enabled(ids, known, retries.enable(run, SQLITE, ids))
-
-    # -- reads ------------------------------------------------------------------------------
-
-    @guarded
-    def list_view(
-        self,
-        view: View,
-        now: int,
-        limit: int | None = None,
-        *,
-        subject_like: str | None = None,
-        target_like: str | None = None,
-    ) -> list[ReminderView]:
-        run = SQLiteRun(self._conn.cursor())
-        return reads.view(run, SQLITE, view, now, limit, subject_like, target_like)
-
-    @guarded
-    def get(self, reminder_id: int) -> ReminderView | None:
-        return reads.get(SQLiteRun(self._conn.cursor()), SQLITE, reminder_id)
-
-    @guarded
-    def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
-        return reads.deliveries(SQLiteRun(self._conn.cursor()), SQLITE, reminder_id)
+def health(conn: apsw.Connection, path: str, expected_version: int) -> list[HealthCheck]:
+    """Check schema version, integrity and journal mode."""
+    cur = conn.cursor()
+    version = int(_fetch(cur, "PRAGMA user_version")[0][0])
+    checks = [ops_sql.schema_check(path, version, expected_version)]
+    problems = [str(r[0]) for r in _fetch(cur, "PRAGMA integrity_check(20)")]
+    ok = problems == ["ok"]
+    checks.append(
+        HealthCheck(
+            "database integrity",
+            ok,
+            "PRAGMA integrity_check: ok" if ok else "; ".join(problems),
+            None
+            if ok
+            else "stop cron, copy the file, then `sqlite3 FILE '.recover' | sqlite3 NEW` "
+            "and point --db at NEW",
+        )
+    )
+    mode = str(_fetch(cur, "PRAGMA journal_mode")[0][0]).lower()
+    checks.append(
+        HealthCheck(
+            "database journal",
+            mode == "wal",
+            f"journal_mode={mode}",
+            None if mode == "wal" else "`sqlite3 FILE 'PRAGMA journal_mode=WAL'`",
+        )
+    )
+    return checks
 
 
 def _upgrade(cur: apsw.Cursor, version: int) -> None:
@@ -302,3 +288,9 @@ def _create(path: Path) -> None:
         for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
+
+
+def connect(db: str, busy_timeout_s: float, create: bool) -> SQLiteStore:
+    """Open the store on the SQLite file `db` (a path, or sqlite:///path)."""
+    path = urlsplit(db).path if db.startswith("sqlite://") else db
+    return SQLiteStore(path, busy_timeout_ms=max(1, round(busy_timeout_s * 1000)), create=create)

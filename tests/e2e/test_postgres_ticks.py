@@ -177,7 +177,7 @@ class _DroppedAfterClaim:
                 # No reconnect can succeed: like a server that stays down.
                 admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
             admin.execute(
-                "SELECT pg_terminate_backend(%s)", (self.inner.session.conn.info.backend_pid,)
+                "SELECT pg_terminate_backend(%s)", (self.inner.backend.conn.info.backend_pid,)
             )
         return claimed
 

@@ -91,7 +91,7 @@ def plans(pg_database: str) -> list[dict[str, Any]]:
             if "{" in text:
                 found.append(json.loads(text[text.index("{") :]))
 
-        conn = store.session.conn
+        conn = store.backend.conn
         conn.add_notice_handler(collect)
         conn.execute("LOAD 'auto_explain'")
         conn.execute("SET auto_explain.log_min_duration = 0")

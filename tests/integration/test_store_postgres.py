@@ -160,7 +160,7 @@ def test_health_reports_a_missing_sent_once_index_with_a_fix(pg_url: str) -> Non
 
 
 def _terminate(store: Store, url: str) -> None:
-    pid = store.session.conn.info.backend_pid  # type: ignore[attr-defined]
+    pid = store.backend.conn.info.backend_pid  # type: ignore[attr-defined]
     with admin_connect(url) as conn:
         conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
 

@@ -39,7 +39,7 @@ class WatchedStore(SQLiteStore):
         self.commits += bool(resolutions)
         failing = self.fail_at is not None and self.commits >= self.fail_at
         # A failure inside the database, after the records: finishing a row fails.
-        self._conn.execute(
+        self.backend.conn.execute(
             """CREATE TRIGGER IF NOT EXISTS on_fire BEFORE UPDATE OF done_at ON reminders
                BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"""
             if failing
@@ -47,7 +47,7 @@ class WatchedStore(SQLiteStore):
         )
         batch = {(r.reminder_id, r.target_id) for r in records}
         for r in resolutions:
-            targets = self._conn.execute(
+            targets = self.backend.conn.execute(
                 "SELECT id FROM targets WHERE reminder_id = ?", (r.reminder_id,)
             ).fetchall()
             if any((r.reminder_id, t) not in self.recorded | batch for (t,) in targets):
@@ -140,12 +140,12 @@ def test_a_row_the_tick_cannot_handle_is_reported_and_handed_back_the_rest_go_ou
     fill(store, http.url("/r"), 5)
     broken = 3
     # Two targets, so that one is still queued when the row is found broken.
-    store._conn.execute(
+    store.backend.conn.execute(
         "INSERT INTO targets (reminder_id, channel, address) VALUES (?, 'webhook', ?)",
         (broken, http.url("/second")),
     )
     # Stored data that no longer parses (written behind duequeue's back).
-    store._conn.execute("UPDATE reminders SET data = '{not json' WHERE id = ?", (broken,))
+    store.backend.conn.execute("UPDATE reminders SET data = '{not json' WHERE id = ?", (broken,))
     options = TickOptions(limit=100, webhook_concurrency=2, channel_timeout=10.0)
 
     summary = tick(store, NOW, options, lambda: NOW)
@@ -158,7 +158,7 @@ def test_a_row_the_tick_cannot_handle_is_reported_and_handed_back_the_rest_go_ou
     assert ids == {1, 2, 4, 5}  # nothing of the broken row was sent
     [view] = [v for v in store.list_view("all", NOW) if v.id == broken]
     assert view.state == "pending"
-    lease = store._conn.execute("SELECT lease_owner FROM reminders WHERE id = ?", (broken,))
+    lease = store.backend.conn.execute("SELECT lease_owner FROM reminders WHERE id = ?", (broken,))
     assert lease.fetchall() == [(None,)]  # handed back now, not when the lease runs out
 
 
@@ -172,7 +172,7 @@ def test_a_row_that_breaks_between_its_targets_sends_none_of_the_rest(
     store = WatchedStore(db_path)
     fill(store, http.url("/r"), 4)
     broken = 2
-    store._conn.execute(
+    store.backend.conn.execute(
         "INSERT INTO targets (reminder_id, channel, address) VALUES (?, 'webhook', ?)",
         (broken, http.url("/second")),
     )

@@ -156,7 +156,7 @@ def test_a_store_that_cannot_record_hands_nothing_back(store: LoggingStore) -> N
 
     asyncio.run(fail())
     # Now the ledger itself refuses writes (a failure inside the database).
-    store._conn.execute(
+    store.backend.conn.execute(
         """CREATE TRIGGER full BEFORE INSERT ON deliveries
            BEGIN SELECT RAISE(ABORT, 'ledger refused'); END"""
     )

@@ -107,7 +107,7 @@ def test_an_upgraded_database_takes_notify_targets_and_keeps_its_targets_and_led
 def test_health_reports_a_wrong_journal_mode_with_a_fix(db_path: Path) -> None:
     store = SQLiteStore(db_path)
     try:
-        store._conn.execute("PRAGMA journal_mode = DELETE")
+        store.backend.conn.execute("PRAGMA journal_mode = DELETE")
         (journal,) = [c for c in store.health() if c.name == "database journal"]
         assert (journal.ok, journal.detail) == (False, "journal_mode=delete")
         assert journal.fix is not None

@@ -1,0 +1,86 @@
+"""Adding reminders, written once for every dialect: one with its targets, or a stream of them
+in chunks (`import`).
+
+A key decides by the database's UNIQUE constraint, not by a check before the insert: concurrent
+adds of one key land once. Nothing is added for a key that exists, and its existing id is
+returned (`add`) or it is counted as skipped (`add_many`).
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from duequeue.store.base import NewReminder
+from duequeue.store.rows import REMINDER_FIELDS, add_chunks, reminder_values
+from duequeue.store.sql import Dialect, Row, Run
+
+_INSERT = f"""INSERT INTO reminders ({", ".join(REMINDER_FIELDS)})
+    VALUES ({", ".join(":" + f for f in REMINDER_FIELDS)})
+    ON CONFLICT (key) DO NOTHING
+    RETURNING id, key"""
+
+_TARGET = """INSERT INTO targets (reminder_id, channel, address, secret)
+    VALUES (:rid, :channel, :address, :secret)
+    ON CONFLICT DO NOTHING"""
+
+_BY_KEY = "SELECT id FROM reminders WHERE key = :key"
+
+
+def add(run: Run, d: Dialect, r: NewReminder, now: int) -> tuple[int, bool]:
+    """Insert a reminder and its targets; return (id, created). See Store.add."""
+    if r.key is not None:
+        # Looked up first so that repeating a keyed add does not use up an id.
+        found = run(d.sql(_BY_KEY), {"key": r.key})
+        if found:
+            return int(found[0][0]), False
+    rows = run(d.sql(_INSERT), _values(r, now))
+    if not rows:  # another add of the key committed between the lookup and the insert
+        (existing,) = run(d.sql(_BY_KEY), {"key": r.key})
+        return int(existing[0]), False
+    rid = int(rows[0][0])
+    _targets(run, d, [(rid, r)])
+    return rid, True
+
+
+def add_many(run: Run, d: Dialect, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
+    """Insert reminders and their targets a chunk at a time; return (added, skipped)."""
+    return add_chunks(reminders, lambda chunk: _add_chunk(run, d, chunk, now))
+
+
+def _add_chunk(run: Run, d: Dialect, chunk: Sequence[NewReminder], now: int) -> tuple[int, int]:
+    # One batch for the chunk. Each insert still runs in order, so the UNIQUE key decides as in
+    # `add`: a key seen before, even earlier in this chunk, inserts nothing and returns no row.
+    returned = run.many(d.sql(_INSERT), [_values(r, now) for r in chunk])
+    added = _added(chunk, returned)
+    _targets(run, d, added)
+    return len(added), len(chunk) - len(added)
+
+
+def _added(chunk: Sequence[NewReminder], returned: Sequence[Row]) -> list[tuple[int, NewReminder]]:
+    """Pair the rows an insert batch returned (id, key), in order, with the reminders they are.
+
+    A keyless reminder always inserts; a keyed one returns its row only if it did. So walking
+    the chunk in order, a reminder was added exactly when the next returned row has its key.
+    """
+    rows = iter(returned)
+    upcoming = next(rows, None)
+    added = []
+    for r in chunk:
+        if upcoming is not None and upcoming[1] == r.key:
+            added.append((int(upcoming[0]), r))
+            upcoming = next(rows, None)
+    return added
+
+
+def _targets(run: Run, d: Dialect, added: Sequence[tuple[int, NewReminder]]) -> None:
+    run.many(
+        d.sql(_TARGET),
+        [
+            {"rid": rid, "channel": t.channel, "address": t.address, "secret": t.secret}
+            for rid, r in added
+            for t in r.targets
+        ],
+    )
+
+
+def _values(r: NewReminder, now: int) -> dict[str, Any]:
+    return dict(zip(REMINDER_FIELDS, reminder_values(r, now), strict=True))

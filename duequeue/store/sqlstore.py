@@ -1,0 +1,188 @@
+"""The one SQL store: every Store method written once, over a Backend (backend.py).
+
+Each method is one transaction of the backend's, around a function that runs the SQL written once
+for every dialect (claim_sql, commit_sql, add_sql, reads, ops_sql, retries). What differs between
+databases is the backend's (connections, transactions, errors, health) or its Dialect's (data).
+"""
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+from duequeue.store import add_sql, claim_sql, commit_sql, ops_sql, reads, retries
+from duequeue.store import rows as shared
+from duequeue.store.backend import Backend
+from duequeue.store.base import (
+    Change,
+    Claim,
+    Committed,
+    DeadLetter,
+    DeliveryRecord,
+    Fire,
+    HealthCheck,
+    NewReminder,
+    PendingRetry,
+    PruneCounts,
+    ReminderView,
+    Resolution,
+    Stats,
+    Store,
+    View,
+)
+from duequeue.store.sql import Run
+
+T = TypeVar("T")
+
+
+class SQLStore(Store):
+    """A Store on one database, through its backend."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.dialect = backend.dialect
+
+    def _write(self, work: Callable[[Run], T], what: str, *, repeatable: bool = True) -> T:
+        return self.backend.transact(work, what=what, write=True, repeatable=repeatable)
+
+    def _read(self, work: Callable[[Run], T], what: str) -> T:
+        return self.backend.transact(work, what=what, write=False)
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # -- a tick's -----------------------------------------------------------------------------
+
+    def claim(self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str) -> list[Fire]:
+        d = self.dialect
+        if d.read_before_claim:
+            # The usual tick (nothing due) then never takes the write lock.
+            args = {"now": now, "max": max_errors}
+            if not self._read(lambda run: run(d.sql(claim_sql.ANY_DUE), args)[0][0], "claim"):
+                return []
+        # Repeatable: if a lost transaction did commit, its rows stay leased to us unseen and
+        # are retaken when the lease runs out, like a crashed tick's; never twice.
+        return self._write(
+            lambda run: claim_sql.claim(run, d, now, limit, max_errors, lease_ms, owner), "claim"
+        )
+
+    def commit(
+        self,
+        owner: str,
+        now: int,
+        records: Sequence[DeliveryRecord],
+        resolutions: Sequence[Resolution],
+        releases: Sequence[Claim],
+    ) -> Committed:
+        # Repeatable: a record already there is not added again, and a resolution or release
+        # that did commit cleared our lease, so a repeat finds nothing more to change.
+        return self._write(
+            lambda run: commit_sql.commit(
+                run, self.dialect, owner, now, records, resolutions, releases
+            ),
+            "commit",
+        )
+
+    # -- adding -------------------------------------------------------------------------------
+
+    def add(self, reminder: NewReminder, now: int) -> tuple[int, bool]:
+        # Without a key, a repeat after a lost commit could add the reminder twice.
+        return self._write(
+            lambda run: add_sql.add(run, self.dialect, reminder, now),
+            "add",
+            repeatable=reminder.key is not None,
+        )
+
+    def add_many(self, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
+        # Keyless reminders would be added twice by a repeat after a lost commit, and a stream
+        # (import's spool) is not checked for keys: that would read it all once more.
+        keyed = isinstance(reminders, Sequence) and all(r.key is not None for r in reminders)
+        return self._write(
+            lambda run: add_sql.add_many(run, self.dialect, reminders, now),
+            "bulk add",
+            repeatable=keyed,
+        )
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def list_view(
+        self,
+        view: View,
+        now: int,
+        limit: int | None = None,
+        *,
+        subject_like: str | None = None,
+        target_like: str | None = None,
+    ) -> list[ReminderView]:
+        return self._read(
+            lambda run: reads.view(run, self.dialect, view, now, limit, subject_like, target_like),
+            "inspect",
+        )
+
+    def get(self, reminder_id: int) -> ReminderView | None:
+        return self._read(lambda run: reads.get(run, self.dialect, reminder_id), "get")
+
+    def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
+        return self._read(
+            lambda run: reads.deliveries(run, self.dialect, reminder_id), "reading the ledger"
+        )
+
+    def dead_letters(self, reminder_id: int) -> list[DeadLetter]:
+        return self._read(
+            lambda run: reads.dead_letters(run, self.dialect, reminder_id), "reading dead letters"
+        )
+
+    def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
+        return self._read(
+            lambda run: retries.pending(run, self.dialect, reminder_id), "reading retries"
+        )
+
+    def stats(self, now: int) -> Stats:
+        d = self.dialect
+
+        def work(run: Run) -> Stats:
+            if d.snapshot:
+                run(d.snapshot, {})  # one snapshot, so the counts agree with each other
+            return ops_sql.stats(run, d, now)
+
+        return self._read(work, "stats")
+
+    def pending_channels(self) -> set[str]:
+        return self._read(lambda run: reads.pending_channels(run, self.dialect), "pending channels")
+
+    def notify_addresses(self, limit: int) -> list[str]:
+        return self._read(
+            lambda run: reads.notify_addresses(run, self.dialect, limit), "notify targets"
+        )
+
+    def health(self) -> list[HealthCheck]:
+        return self._read(self.backend.health, "health checks")
+
+    # -- the operator's changes ---------------------------------------------------------------
+    # A repeat of cancel, retry, enable or prune after a lost commit finds its work done and
+    # changes nothing more (it may then report the rows as skipped).
+
+    def cancel(self, ids: Sequence[int], now: int) -> list[Change]:
+        return self._write(lambda run: ops_sql.cancel(run, self.dialect, ids, now), "cancel")
+
+    def retry_dead(self, ids: Sequence[int] | None, now: int) -> list[Change]:
+        return self._write(lambda run: ops_sql.retry_dead(run, self.dialect, ids, now), "retry")
+
+    def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
+        d = self.dialect
+
+        def work(run: Run) -> list[Change]:
+            changed = retries.enable(run, d, ids)
+            return shared.enabled(ids, reads.known(run, d, ids), changed)
+
+        return self._write(work, "enable")
+
+    def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:
+        def work(run: Run) -> PruneCounts:
+            counts = ops_sql.prune(run, self.dialect, before)
+            if dry_run:
+                raise ops_sql.DryRun(counts)  # rolls the deletions back
+            return counts
+
+        try:
+            return self._write(work, "prune")
+        except ops_sql.DryRun as undone:
+            return undone.counts
