@@ -34,6 +34,10 @@ from duequeue.store.sql import Dialect, Run
 MAX_ERROR_TEXT = 1000
 
 # Every value is CAST: PostgreSQL types the SELECT list on its own, before the INSERT's columns.
+# The probe compares `outcome || ''`, not `outcome`: a condition on outcome itself would make the
+# partial index deliveries_sent_once (WHERE outcome = 'sent') usable or not depending on the
+# bound value, and SQLite then compiles the statement again for every row (183 us a row, against
+# a few for the probe of deliveries_fire it takes instead).
 _RECORD = """INSERT INTO deliveries
         (reminder_id, target_id, fire_at, outcome, error, attempt, at, retry_at)
     SELECT CAST(:rid AS BIGINT), CAST(:tid AS BIGINT), CAST(:fire AS BIGINT),
@@ -41,7 +45,7 @@ _RECORD = """INSERT INTO deliveries
            CAST(:at AS BIGINT), CAST(:retry_at AS BIGINT)
     WHERE NOT EXISTS (SELECT 1 FROM deliveries
                       WHERE reminder_id = :rid AND fire_at = :fire AND target_id = :tid
-                        AND attempt = :attempt AND outcome = :outcome)
+                        AND attempt = :attempt AND outcome || '' = :outcome)
     ON CONFLICT DO NOTHING"""
 
 _ROW = """UPDATE reminders SET
