@@ -31,7 +31,7 @@ SENT = Outcome("sent")
 TRANSIENT_4XX = frozenset({408, 425, 429})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built for every send, see store/base.py
 class Message:
     """One fire of one reminder, addressed to one target.
 

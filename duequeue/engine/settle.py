@@ -47,7 +47,7 @@ DISABLED = "target disabled (its endpoint answered 410 Gone); `duequeue enable` 
 ALL_DISABLED = "skipped: every target is disabled (410 Gone); `duequeue enable ID` turns them on"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built for every failed send, see store/base.py
 class Standing:
     """How one target of a fire stands: its end, its failed attempts of the fire so far, its
     last error, when it may be tried again (waiting), and whether it answered 410 Gone."""
