@@ -261,6 +261,8 @@ class _Tick:
         self.task = asyncio.current_task()
         self.wake = asyncio.Event()  # targets queued, or no more claims coming
         self.hungry = asyncio.Event()  # few targets left queued: time to claim the next batch
+        self.stopping = asyncio.Event()  # a stop signal came: see _next_batch
+        self.late: list[asyncio.Future[list[Fire]]] = []  # claims no longer waited for
         self.queues: dict[str, deque[_Job]] = {}
         self.workers: list[asyncio.Task[None]] = []
         self.slots = self._endpoint_slots()
@@ -302,11 +304,21 @@ class _Tick:
             await self.hungry.wait()
         if self.loop.time() >= self.deadline or self.committer.failed is not None:
             return []
+        import asyncio
+
         o = self.options
+        args = ClaimArgs(self.now, o.limit, o.policy.max_errors, o.lease_ms, self.owner)
+        claim = asyncio.ensure_future(self.committer.claim(args))
+        # A claim may wait on a lock up to the busy timeout; a stop signal does not wait that
+        # long. The rows of a claim no longer waited for are released when it answers.
+        stop = asyncio.ensure_future(self.stopping.wait())
+        await asyncio.wait((claim, stop), return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        if not claim.done():
+            self.late.append(claim)
+            return []
         try:
-            return await self.committer.claim(
-                ClaimArgs(self.now, o.limit, o.policy.max_errors, o.lease_ms, self.owner)
-            )
+            return claim.result()
         except StoreError as exc:
             # What is claimed still goes out and is settled; the rest waits for the next tick.
             # Said in the summary, so the tick exits 1 and the operator hears.
@@ -504,6 +516,7 @@ class _Tick:
         self.deadline = float("-inf")
         self.summary.stopped_by = sig.name
         self.hungry.set()  # a claim waiting for room sees the stop and claims nothing more
+        self.stopping.set()  # a claim under way is no longer waited for
 
     def _broke(self, f: _Fire, exc: Exception) -> None:
         # One broken fire must not stop the deliveries of every other fire in the batch. Its
@@ -535,6 +548,15 @@ class _Tick:
         for claim in self.open:
             self.committer.release(claim)
         self.open.clear()
+        for late in self.late:
+            # Claimed after the tick stopped waiting: hand the rows back now, rather than leave
+            # them leased to a tick that is ending (counted, so that claimed still adds up).
+            with contextlib.suppress(Exception):
+                fires = await late
+                self.summary.claimed += len(fires)
+                self.summary.batches += bool(fires)
+                for fire in fires:
+                    self.committer.release(fire.claim)
         try:
             await self.committer.close()
         except BaseException:
@@ -555,8 +577,22 @@ class _Tick:
     # -- parts --------------------------------------------------------------------------------
 
     def _maybe_helper(self) -> None:
-        """Start a commit helper once this tick has claimed DUEQUEUE_COMMIT_HELPER_ROWS rows."""
-        # Not yet part of the committer; see helper.py.
+        """Move the database's work to a helper process (helper.py) once this tick has claimed
+        DUEQUEUE_COMMIT_HELPER_ROWS rows: it is draining a backlog, where the helper's start-up
+        (about 0.1 s of CPU) pays for itself. Never on a machine with one core."""
+        spec = self.options.commit_helper
+        if self.helper_started or spec is None or self.summary.claimed < spec.min_rows:
+            return
+        self.helper_started = True
+        from duequeue.engine import commit
+        from duequeue.engine.helper import HelperRunner, spare_core
+
+        if spare_core():
+            runner = HelperRunner.start(spec.db, spec.busy_timeout_s, self.committer.runner)
+            if runner is not None:
+                self.committer.use(
+                    runner, max_items=commit.HELPER_MAX_ITEMS, window_s=commit.HELPER_WINDOW_S
+                )
 
     def _endpoint_slots(self) -> EndpointSlots[_Job] | None:
         """Return the per-endpoint bound of the webhook workers; None when it cannot bind."""
