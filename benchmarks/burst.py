@@ -1,7 +1,8 @@
 """A burst: N reminders due at one instant, drained by duequeue at its defaults.
 
 Issue 13's case: a million due at 08:00 (a daily digest, a billing run), delivered and recorded
-by 08:06 on one 2-core box, with the settings the README gives. Two ways to run duequeue:
+on one 2-core box, with the settings the README gives; issue 22 asks for it by 08:04 from cron,
+at most 220 CPU-us a delivery. Two ways to run duequeue:
 
 - `cron`: `duequeue tick` started every 60 s, as the crontab line does (a tick still running when
   the next minute comes is left running beside it, as cron would);
@@ -11,7 +12,8 @@ Webhooks go to the HTTP sink (a separate process) on `--receivers` ports, taken 
 baseline is a bare aiohttp client posting `--bare` bodies to the same sink in the same run (at
 most N; a million bare posts would double the run for the same rate). The figure is the time
 from the first tick to the last recorded delivery, the deliveries per second, their ratio to the
-bare client's rate, and the ticks' highest peak RSS. The run checks the sink saw every
+bare client's rate, the CPU every duequeue process used a delivery (beside the bare client's a
+POST), and the ticks' highest peak RSS. The run checks the sink saw every
 webhook-id exactly once and the ledger holds N `sent` rows.
 
     python -m benchmarks.burst --n 1000000 --mode cron
@@ -19,6 +21,7 @@ webhook-id exactly once and the ledger holds N `sent` rows.
 """
 
 import argparse
+import resource
 import signal
 import subprocess
 import sys
@@ -42,6 +45,10 @@ from benchmarks.sinks import http_stats, sink_process
 
 CONCURRENCY = 64  # the bare client's; duequeue's default DUEQUEUE_CONCURRENCY
 CRON_EVERY_S = 60.0
+# Issue 22: the million from cron in at most 4 minutes, at most 220 CPU-us a delivery (every
+# duequeue process's CPU, its commit helpers' included).
+TARGET_S = 240
+TARGET_US = 220
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -121,23 +128,40 @@ def run(n: int, mode: str, receivers: int, bare_n: int) -> Result:
         db = Path(tmp) / "burst.db"
         seed(db, n, webhook=urls, first_id=10_000_000)
         before, ids_before = http_stats(ports[0])
+        # Every duequeue process (and its commit helper, which it waits for) is waited for by
+        # _drain: their CPU time lands in this process's children's usage.
+        used_before = _children_cpu()
         seconds, peak, procs = _drain(mode, db, ports[0], n, before)
+        cpu = _children_cpu() - used_before
         got, ids = http_stats(ports[0])
         if got - before != n or ids - ids_before != n:
             raise RuntimeError(f"sink saw {got - before} requests, {ids - ids_before} ids")
         if _sent(db) != n:
             raise RuntimeError(f"ledger holds {_sent(db)} sent rows, expected {n}")
     bare_rate, rate = bare_n / bare.seconds, n / seconds
+    bare_us, tick_us = bare.cpu_seconds / bare_n * 1e6, cpu / n * 1e6
     how = "cron tick every minute" if mode == "cron" else "`duequeue worker`"
     return Result(
         name=f"13. burst of N={n:,} due at once, {how}, defaults, {receivers} receivers",
-        baseline=f"bare aiohttp {bare_n:,} in {bare.seconds:.1f}s ({bare_rate:,.0f}/s)",
-        measured=f"drained in {seconds:.0f}s ({rate:,.0f}/s), {procs} processes",
+        baseline=(
+            f"bare aiohttp {bare_n:,} in {bare.seconds:.1f}s ({bare_rate:,.0f}/s, "
+            f"{bare_us:.0f} CPU-us a POST)"
+        ),
+        measured=(
+            f"drained in {seconds:.0f}s ({rate:,.0f}/s), {procs} processes, "
+            f"{tick_us:.0f} CPU-us a delivery"
+        ),
         ratio=rate / bare_rate,
-        target="drained in <= 360 s",
-        ok=seconds <= 360,
+        target=f"drained in <= {TARGET_S} s, <= {TARGET_US} CPU-us a delivery",
+        ok=seconds <= TARGET_S and tick_us <= TARGET_US,
         note=f"peak RSS of a duequeue process {peak:.0f} MB",
     )
+
+
+def _children_cpu() -> float:
+    """Return the CPU seconds (user and system) of this process's waited-for children."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def main() -> None:
