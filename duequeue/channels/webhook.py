@@ -11,13 +11,13 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
-from duequeue import __version__
 from duequeue.channels.aiohttp_poster import AiohttpPoster, PostFailed
 from duequeue.channels.base import SENT, TRANSIENT_4XX, Message, Outcome
 from duequeue.channels.netguard import Guard
 from duequeue.channels.signing import Signer, parse_secrets
 from duequeue.errors import ConfigError
 from duequeue.timefmt import iso, to_ms
+from duequeue.version import __version__
 
 if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver

@@ -123,7 +123,7 @@ def test_the_cli_tick_on_postgresql_delivers_a_batch_past_the_helper_threshold_o
 ) -> None:
     n = 600
     lines = "".join(
-        json.dumps({"at": "2020-01-01T00:00:00Z", "webhook": [http.url("/r")]}) + "\n"
+        json.dumps({"at": "2020-01-01T00:00:00Z", "webhooks": [http.url("/r")]}) + "\n"
         for _ in range(n)
     )
     source = run_cli_with_input(pg_url, lines, "import", "-")
