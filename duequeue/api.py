@@ -22,32 +22,45 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from duequeue import convert, metrics, ops, service
-from duequeue.config import Settings, load_settings, load_settings_traced, masked
+from duequeue import convert, service
+from duequeue.config import Settings, load_settings, load_settings_traced
 from duequeue.errors import BadInputError, DuequeueError
-from duequeue.results import (
-    Added,
-    Change,
-    ConfigReport,
-    DoctorReport,
-    Fire,
-    Fires,
-    History,
-    ImportResult,
-    Migrated,
-    Preview,
-    PruneCounts,
-    Reminder,
-    Stats,
-    TickSummary,
-    View,
-)
+from duequeue.lazy import LazyModule
 from duequeue.store import open_store, safe_url
 from duequeue.store.base import Store
+from duequeue.tick_summary import TickSummary
 from duequeue.timefmt import parse_duration
-from duequeue.worker import Worker
+
+if TYPE_CHECKING:
+    from duequeue import compose, doctor, importer, metrics, ops, worker
+    from duequeue.results import (
+        Added,
+        Change,
+        ConfigReport,
+        DoctorReport,
+        Fires,
+        History,
+        ImportResult,
+        Migrated,
+        Preview,
+        PruneCounts,
+        Reminder,
+        Stats,
+        View,
+    )
+    from duequeue.schedule import zones
+else:
+    # Loaded on first use: what the other operations need, which cron's plain tick (by far the
+    # most frequent run) never does: dateutil, json, pickle, smtplib, signal, zoneinfo among them.
+    compose = LazyModule("duequeue.compose")
+    doctor = LazyModule("duequeue.doctor")
+    importer = LazyModule("duequeue.importer")
+    metrics = LazyModule("duequeue.metrics")
+    ops = LazyModule("duequeue.ops")
+    worker = LazyModule("duequeue.worker")
+    zones = LazyModule("duequeue.schedule.zones")
 
 _VIEWS = ("dead", "due", "pending", "all")
 
@@ -120,13 +133,15 @@ class Queue:
             body, data, data_json, key, misfire_grace,
         )  # fmt: skip
         now = _now()
-        reminder = service.build_reminder(
+        reminder = compose.build_reminder(
             req, self.settings.tz, now, block_private=self.settings.webhook_block_private
         )
         rid, created = service.add(self._open(), reminder, now)
         if not created:
-            return Added(rid, False, (f"key {key!r} exists as reminder {rid}; nothing added",))
-        return Added(rid, True, tuple(service.add_notes(reminder, self.settings, now)))
+            return convert.added(
+                rid, False, [f"key {key!r} exists as reminder {rid}; nothing added"]
+            )
+        return convert.added(rid, True, compose.add_notes(reminder, self.settings, now))
 
     def preview(
         self,
@@ -156,13 +171,12 @@ class Queue:
             body, data, data_json, key, misfire_grace,
         )  # fmt: skip
         now = _now()
-        r = service.build_reminder(
+        r = compose.build_reminder(
             req, self.settings.tz, now, block_private=self.settings.webhook_block_private
         )
         assert r.fire_at is not None  # a new reminder always has its first fire
-        local = service.preview(r.rule_kind, r.rule, r.tz, r.dtstart, r.fire_at, count)
-        notes = tuple(service.add_notes(r, self.settings, now))
-        return Preview(r.tz, _fires(local), notes)
+        local = compose.fires(r.rule_kind, r.rule, r.tz, r.dtstart, r.fire_at, count)
+        return convert.preview(r.tz, local, compose.add_notes(r, self.settings, now))
 
     def import_lines(
         self,
@@ -177,10 +191,6 @@ class Queue:
         `progress` is called with ("checking", size of a line) for each line read, then once
         with ("writing", 0). A bad line raises BadInputError with `.line` set.
         """
-        # Lazy: the importer loads json and the spool (pickle, tempfile), which cron's tick
-        # never needs.
-        from duequeue import importer
-
         now = _now()
         counted = None if progress is None else _checking(progress)
         with importer.gc_paused():
@@ -196,7 +206,7 @@ class Queue:
                     progress("writing", 0)
                 # The spool is read back a chunk at a time, inside the one transaction.
                 imported, skipped = ops.import_reminders(self._open(), spool, now)
-        return ImportResult(imported + skipped, imported, skipped, tuple(parsed.notes))
+        return convert.imported(imported, skipped, parsed.notes)
 
     # -- delivering --------------------------------------------------------------------------
 
@@ -245,7 +255,7 @@ class Queue:
                 on_tick(convert.tick_summary(summary, now))
             return summary.stopped_by
 
-        Worker(interval.total_seconds(), one_tick, on_error or _ignore).run()
+        worker.Worker(interval.total_seconds(), one_tick, on_error or _ignore).run()
 
     # -- looking -----------------------------------------------------------------------------
 
@@ -277,7 +287,7 @@ class Queue:
         """Return a reminder's next `count` fires, the pending one first (`duequeue next`)."""
         _positive(count, "count")
         view, local = service.next_fires(self._open(), id, count)
-        return Fires(view.id, view.tz, view.state, _fires(local))
+        return convert.next_fires(view, local)
 
     def history(self, id: int) -> History:
         """Return a reminder's delivery attempts, dead letters and per-target retries."""
@@ -325,15 +335,7 @@ class Queue:
         """Copy this queue's SQLite database into the empty PostgreSQL database `to`, ids and
         all, in one transaction (`duequeue migrate`)."""
         copied = service.migrate(self.settings.db, to)
-        return Migrated(
-            source=self.settings.db,
-            destination=safe_url(to),
-            reminders=copied.reminders,
-            targets=copied.targets,
-            deliveries=copied.deliveries,
-            dead_letters=copied.dead_letters,
-            target_retries=copied.target_retries,
-        )
+        return convert.migrated(self.settings.db, safe_url(to), copied)
 
     # -- the setup ---------------------------------------------------------------------------
 
@@ -345,17 +347,8 @@ class Queue:
 
     def config(self) -> ConfigReport:
         """Return the effective settings, secrets masked, and where each came from."""
-        # Lazy: zones loads zoneinfo, which cron's tick in UTC never needs.
-        from duequeue.schedule.zones import in_use
-
-        origins = self._origins
-        return ConfigReport(
-            settings=masked(self.settings),
-            sources=dict(origins.sources),
-            config_file=str(origins.config_file),
-            config_file_read=origins.config_file_read,
-            tz_data=in_use().describe(),
-        )
+        tz_data = zones.in_use().describe()
+        return convert.config_report(self.settings, self._origins, tz_data)
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -401,11 +394,7 @@ def check_setup(
 
 
 def _doctor(load: Callable[[], Settings]) -> DoctorReport:
-    # Lazy: doctor's checks load smtplib, ssl and the notify channel.
-    from duequeue import doctor
-
-    found = doctor.run(load, lambda db: open_store(db, create=False))
-    return DoctorReport(tuple(convert.check(c) for c in found))
+    return convert.doctor_report(doctor.run(load, lambda db: open_store(db, create=False)))
 
 
 def _request(
@@ -424,9 +413,9 @@ def _request(
     data_json: str | None,
     key: str | None,
     misfire_grace: str | timedelta | None,
-) -> service.AddRequest:
+) -> compose.AddRequest:
     """Return add's arguments as one request, each list checked to be a list."""
-    return service.AddRequest(
+    return compose.AddRequest(
         at=at,
         tz=tz,
         rrule=rrule,
@@ -481,10 +470,6 @@ def _duration(value: str | timedelta, field: str) -> timedelta:
     if not isinstance(value, timedelta) or value <= timedelta(0):
         raise BadInputError("expected a positive timedelta or text such as 15m", field=field)
     return value
-
-
-def _fires(local: list[datetime]) -> tuple[Fire, ...]:
-    return tuple(Fire(f.astimezone(UTC), f) for f in local)
 
 
 def _checking(progress: Callable[[str, int], None]) -> Callable[[int], None]:

@@ -1,22 +1,16 @@
 """Settings from flags > environment (DUEQUEUE_*) > TOML config file > defaults, validated once."""
 
-import grp
 import os
-import pwd
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from platformdirs import user_config_path, user_data_path
 
-from duequeue import redact
-from duequeue.channels.signing import parse_secrets
-from duequeue.channels.smtpurl import parse_smtp_url
 from duequeue.errors import BadInputError, ConfigError
 from duequeue.policy import RetryPolicy
 from duequeue.timefmt import parse_duration
-from duequeue.validate import is_email_address
 
 APP_NAME = "duequeue"
 
@@ -94,9 +88,12 @@ def parse_backoff(text: str) -> tuple[int, ...]:
         raise ConfigError(exc.detail, field="backoff") from exc
 
 
-@dataclass(frozen=True, slots=True)
-class Origins:
-    """Where the settings of one run came from, for `config`."""
+class Origins(NamedTuple):
+    """Where the settings of one run came from, for `config`.
+
+    A NamedTuple, not a dataclass: every run loads this module, and a dataclass is three times
+    as costly to define (about 1% of cron's empty tick).
+    """
 
     config_file: Path  # the file looked for (--config, DUEQUEUE_CONFIG or the default)
     config_file_read: bool  # False: there was no such file (allowed for the default only)
@@ -169,6 +166,9 @@ def _read_config_file(path: Path, *, required: bool) -> dict[str, Any] | None:
 
 def _unreadable(path: Path) -> str:
     """Say who owns a config file this user may not read, and how to let it (one line)."""
+    # Lazy: only a config file this user may not read needs the user and group databases.
+    import grp
+    import pwd
 
     def name(lookup: Any, key: int) -> str:
         try:
@@ -222,8 +222,12 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
     # a tick leases rows it then could not deliver.
     try:
         if settings.webhook_secret is not None:
+            from duequeue.channels.signing import parse_secrets  # lazy: only when set
+
             parse_secrets(settings.webhook_secret)
         if settings.smtp_url is not None:
+            from duequeue.channels.smtpurl import parse_smtp_url  # lazy: only when set
+
             parse_smtp_url(settings.smtp_url, env)
     except ConfigError as exc:
         raise _by_setting(exc) from None
@@ -236,6 +240,8 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
 
 def _check_email_from(value: str) -> None:
     """Accept `addr@domain` or `Name <addr@domain>`, as the From header and envelope take it."""
+    from duequeue.validate import is_email_address  # lazy: only when set
+
     name, bracket, rest = value.partition("<")
     address = rest.removesuffix(">") if bracket else value
     # isprintable: no control character may reach a mail header (CR/LF would inject one).
@@ -304,6 +310,8 @@ def masked(settings: Settings) -> dict[str, Any]:
         if f.name == "webhook_secret" and value:
             value = "whsec_****"
         elif f.name in ("smtp_url", "db") and value:
+            from duequeue import redact  # lazy: only shown settings need it
+
             value = redact.url(value)  # a postgresql:// URL may carry a password too
         out[f.name] = value
     return out

@@ -1,15 +1,30 @@
-"""The store's and the engine's records as the public types of results.py: the one place where
-stored unix milliseconds become aware UTC datetimes and an address is masked for display."""
+"""The public types of results.py, made: from the store's and the engine's records, and from
+what the service returns. The one place stored unix milliseconds become aware UTC datetimes and
+an address is masked for display."""
 
-from collections.abc import Sequence
-from datetime import datetime, timedelta
+from __future__ import annotations
 
-from duequeue import results
-from duequeue import targets as channels_table
-from duequeue.engine.tick import TickSummary
-from duequeue.ops import Ledger
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from duequeue.config import Origins, Settings, masked
+from duequeue.engine import tick as engine
+from duequeue.lazy import LazyModule
 from duequeue.store import base as store
+from duequeue.tick_summary import TickSummary
 from duequeue.timefmt import from_ms
+
+if TYPE_CHECKING:
+    from duequeue import results
+    from duequeue import targets as channel_table
+    from duequeue.ops import Ledger
+    from duequeue.store.copy import Copied
+else:
+    # Loaded on first use: results' twenty dataclasses cost a tenth of cron's empty tick, which
+    # needs a TickSummary alone (tick_summary.py), and shows no target.
+    results = LazyModule("duequeue.results")
+    channel_table = LazyModule("duequeue.targets")
 
 _MS = timedelta(milliseconds=1)
 
@@ -24,7 +39,7 @@ def target(t: store.Target) -> results.Target:
         id=t.id,
         channel=t.channel,
         address=t.address,
-        display=channels_table.shown(t.channel, t.address),
+        display=channel_table.shown(t.channel, t.address),
         disabled_at=_when(t.disabled_at),
         has_secret=t.secret is not None,
     )
@@ -95,9 +110,9 @@ def history(ledger: Ledger) -> results.History:
     )
 
 
-def tick_summary(s: TickSummary, at: datetime) -> results.TickSummary:
+def tick_summary(s: engine.TickSummary, at: datetime) -> TickSummary:
     """Return the engine's summary of the tick that started at `at`."""
-    return results.TickSummary(
+    return TickSummary(
         at=at,
         claimed=s.claimed,
         batches=s.batches,
@@ -155,6 +170,56 @@ def prune_counts(c: store.PruneCounts, before: datetime, dry_run: bool) -> resul
     )
 
 
-def check(c: store.HealthCheck) -> results.Check:
-    """Return one of doctor's findings."""
-    return results.Check(c.name, c.ok, c.detail, c.fix)
+def doctor_report(found: Iterable[store.HealthCheck]) -> results.DoctorReport:
+    """Return doctor's findings."""
+    return results.DoctorReport(tuple(results.Check(c.name, c.ok, c.detail, c.fix) for c in found))
+
+
+def added(rid: int, created: bool, notes: Iterable[str]) -> results.Added:
+    """Return what `add` did."""
+    return results.Added(rid, created, tuple(notes))
+
+
+def fires(local: Iterable[datetime]) -> tuple[results.Fire, ...]:
+    """Return fires given in the reminder's zone as (UTC, local) pairs."""
+    return tuple(results.Fire(f.astimezone(UTC), f) for f in local)
+
+
+def preview(tz: str, local: Iterable[datetime], notes: Iterable[str]) -> results.Preview:
+    """Return what `add` would schedule."""
+    return results.Preview(tz, fires(local), tuple(notes))
+
+
+def next_fires(v: store.ReminderView, local: Iterable[datetime]) -> results.Fires:
+    """Return a stored reminder's next fires."""
+    return results.Fires(v.id, v.tz, v.state, fires(local))
+
+
+def imported(imported: int, skipped: int, notes: Iterable[str]) -> results.ImportResult:
+    """Return what `import` did."""
+    return results.ImportResult(imported + skipped, imported, skipped, tuple(notes))
+
+
+def migrated(source: str, destination: str, copied: Copied) -> results.Migrated:
+    """Return what `migrate` copied; `destination` is already fit to print."""
+    return results.Migrated(
+        source=source,
+        destination=destination,
+        reminders=copied.reminders,
+        targets=copied.targets,
+        deliveries=copied.deliveries,
+        dead_letters=copied.dead_letters,
+        target_retries=copied.target_retries,
+    )
+
+
+def config_report(settings: Settings, origins: Origins, tz_data: str) -> results.ConfigReport:
+    """Return the effective settings, secrets masked, and where each came from."""
+    values: dict[str, Any] = masked(settings)
+    return results.ConfigReport(
+        settings=values,
+        sources=dict(origins.sources),
+        config_file=str(origins.config_file),
+        config_file_read=origins.config_file_read,
+        tz_data=tz_data,
+    )

@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from duequeue import validate
+from duequeue.compose import AddRequest, build_reminder
 from duequeue.errors import BadInputError
-from duequeue.service import AddRequest, build_reminder
 from duequeue.spool import Spool
 from duequeue.store.base import NewReminder
 

@@ -1,12 +1,17 @@
 """`stats` as a Prometheus textfile (the node_exporter format), written atomically."""
 
+from __future__ import annotations
+
 import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from duequeue.errors import BadInputError, DuequeueError
-from duequeue.results import Stats
+
+if TYPE_CHECKING:
+    from duequeue.results import Stats
 
 
 def prometheus_text(s: Stats) -> str:

@@ -3,12 +3,41 @@
 Plain frozen data: every instant is an aware `datetime` in UTC, every span a `timedelta`. No
 secret is in them: a webhook's own signing secret is only `has_secret`, and an address is given
 both as stored and as fit to print (`display`: a notify URL with its tokens masked). convert.py
-makes them from the store's records; front ends (the CLI, serve) render them.
+makes them from the store's records; front ends (the CLI, serve) render them. `TickSummary` is
+defined in tick_summary.py and shown here: cron's plain tick builds one every minute and loads
+that module alone.
 """
+
+__all__ = [
+    "Added",
+    "Attempt",
+    "Change",
+    "Check",
+    "ConfigReport",
+    "DeadLetter",
+    "DoctorReport",
+    "Fire",
+    "Fires",
+    "History",
+    "ImportResult",
+    "Migrated",
+    "Outcome",
+    "Preview",
+    "PruneCounts",
+    "Reminder",
+    "State",
+    "Stats",
+    "Target",
+    "TargetRetry",
+    "TickSummary",
+    "View",
+]
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
+
+from duequeue.tick_summary import TickSummary
 
 View = Literal["dead", "due", "pending", "all"]
 State = Literal["pending", "done", "dead", "cancelled"]
@@ -100,27 +129,6 @@ class Fires:
     tz: str
     state: State
     fires: tuple[Fire, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class TickSummary:
-    """What one tick did; rows are counted by how their fire ended."""
-
-    at: datetime  # when the tick started: the `now` it judged what is due by
-    claimed: int  # rows, and per-target retries (counted again in target_retries)
-    batches: int  # claims that took rows
-    target_retries: int  # failed targets of an earlier partial success, tried on their own
-    sent: int  # rows whose fire reached every target
-    partial: int  # rows whose fire reached some targets; advanced, failures noted
-    retried: int  # rows backing off after a full failure
-    dead: int  # fires dead-lettered
-    skipped: int  # fires passed over: missed-tick backlog or later than the misfire grace
-    released: int  # rows left unfinished at the time budget, for the next tick
-    deliveries_sent: int
-    deliveries_failed: int
-    max_lateness: timedelta | None  # how late the latest fire was; None when none was claimed
-    errors: tuple[str, ...] = ()  # rows the tick could not handle (released for the next)
-    stopped_by: str | None = None  # "SIGTERM" or "SIGINT" when a signal cut the tick short
 
 
 @dataclass(frozen=True, slots=True)

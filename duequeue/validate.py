@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from duequeue.channels.signing import parse_secrets
 from duequeue.errors import BadInputError, ConfigError
 
 if TYPE_CHECKING:
@@ -284,6 +283,9 @@ def webhook_secrets(secrets: tuple[str, ...], webhooks: int) -> tuple[str | None
             "webhook in the same order",
             field="webhook_secret",
         )
+    # Lazy: cron's tick imports this module and never checks a secret here.
+    from duequeue.channels.signing import parse_secrets
+
     for i, secret in enumerate(secrets):
         field = "webhook_secret" if len(secrets) == 1 else f"webhook_secret[{i}]"
         try:

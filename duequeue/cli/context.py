@@ -2,12 +2,11 @@
 command opens, and the body of `tick`."""
 
 import os
-import signal
 import sys
 from typing import TYPE_CHECKING
 
 from duequeue.api import Queue
-from duequeue.cli.output import tick_json, tick_line
+from duequeue.cli.summary import tick_json, tick_line
 
 if TYPE_CHECKING:
     import typer
@@ -52,6 +51,8 @@ def run_tick(db: str | None, config: str | None, limit: int | None, as_json: boo
 def die_by(name: str) -> None:
     """End the process by the signal `name` (e.g. "SIGTERM") with its default action, so a
     shell sees 128+N and systemd a clean stop."""
+    import signal  # lazy: only a tick a signal stopped gets here
+
     sig = signal.Signals[name]
     signal.signal(sig, signal.SIG_DFL)
     os.kill(os.getpid(), sig)

@@ -2,20 +2,24 @@
 worker, config): flags, one `duequeue.Queue` call, output. Registered on the app in app.py; a
 DuequeueError is left to the app to report (cli/report.py)."""
 
+from __future__ import annotations
+
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from duequeue.api import Queue, check_setup
 from duequeue.cli import context, output_ops
-from duequeue.cli.output import iso, tick_line
+from duequeue.cli.summary import iso, tick_line
 from duequeue.cli.table import terminal_width
 from duequeue.errors import BadInputError, DuequeueError
-from duequeue.results import Change, ImportResult, TickSummary
+
+if TYPE_CHECKING:
+    from duequeue.results import Change, ImportResult, TickSummary
 
 IDS = Annotated[
     list[int] | None, typer.Argument(metavar="ID", help="Reminder ids.", show_default=False)

@@ -1,24 +1,16 @@
-"""Render reminders, fires and tick summaries for people (text, tables) and scripts (the stable
-JSON docs/reference.md documents), from the public types of duequeue.results."""
+"""Render reminders and fires for people (text, tables) and scripts (the stable JSON
+docs/reference.md documents), from the public types of duequeue.results."""
+
+from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duequeue.cli import table
-from duequeue.results import Fire, Reminder, Target, TickSummary
+from duequeue.cli.summary import iso, seconds
 
-
-def iso(instant: datetime | None) -> str | None:
-    """Return an instant as ISO 8601 UTC to the millisecond, ending in Z; None stays None."""
-    if instant is None:
-        return None
-    return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def seconds(span: timedelta | None) -> float | None:
-    """Return a span as seconds rounded to the millisecond, as the JSON carries spans."""
-    return None if span is None else round(span.total_seconds(), 3)
+if TYPE_CHECKING:
+    from duequeue.results import Fire, Reminder, Target
 
 
 def target_text(t: Target | None) -> str:
@@ -100,40 +92,4 @@ def fires_text(tz: str, fires: Sequence[Fire]) -> str:
     """Return fire times one a line: local time and zone abbreviation, then UTC."""
     return "\n".join(
         f"{f.local:%Y-%m-%d %H:%M:%S} {f.local.tzname()} ({tz})  {iso(f.at)}" for f in fires
-    )
-
-
-def tick_json(s: TickSummary) -> dict[str, Any]:
-    """Return the stable JSON object of a tick's summary (docs/reference.md)."""
-    return {
-        "claimed": s.claimed,
-        "batches": s.batches,
-        "target_retries": s.target_retries,
-        "sent": s.sent,
-        "partial": s.partial,
-        "retried": s.retried,
-        "dead": s.dead,
-        "skipped": s.skipped,
-        "released": s.released,
-        "deliveries_sent": s.deliveries_sent,
-        "deliveries_failed": s.deliveries_failed,
-        "max_lateness_s": seconds(s.max_lateness),
-        "errors": list(s.errors),
-        "stopped_by": s.stopped_by,
-    }
-
-
-def tick_line(s: TickSummary) -> str:
-    """Return the one-line text form of a tick's summary."""
-    late = seconds(s.max_lateness)
-    return (
-        f"claimed {s.claimed}"
-        + (f" ({s.target_retries} target retries)" if s.target_retries else "")
-        + (f" in {s.batches} batches" if s.batches > 1 else "")
-        + f": sent {s.sent}, partial {s.partial}, "
-        f"retried {s.retried}, dead {s.dead}, skipped {s.skipped}, "
-        f"released {s.released}; deliveries {s.deliveries_sent} sent, "
-        f"{s.deliveries_failed} failed; max lateness {'-' if late is None else f'{late:.1f}s'}"
-        + "".join(f"; error: {e}" for e in s.errors)
-        + (f"; stopped by {s.stopped_by}" if s.stopped_by else "")
     )

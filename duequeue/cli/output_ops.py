@@ -1,14 +1,19 @@
 """Render the operator's results (history, changes, stats, prune, doctor, config) for people and
 as the stable JSON docs/reference.md documents, from the public types of duequeue.results."""
 
+from __future__ import annotations
+
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duequeue.cli import table
-from duequeue.cli.output import iso, reminder_json, seconds, target_json, target_text
+from duequeue.cli.output import reminder_json, target_json, target_text
 from duequeue.cli.report import setting_source
-from duequeue.results import Change, ConfigReport, DoctorReport, History, PruneCounts, Stats
+from duequeue.cli.summary import iso, seconds
+
+if TYPE_CHECKING:
+    from duequeue.results import Change, ConfigReport, DoctorReport, History, PruneCounts, Stats
 
 
 def history_json(h: History) -> dict[str, Any]:

@@ -261,6 +261,22 @@ def test_an_import_inside_a_function_says_why(module: str) -> None:
     assert silent == [], f"{module}: lazy imports without a reason: {silent}"
 
 
+@pytest.mark.parametrize("module", MODULES)
+def test_a_module_loaded_on_first_use_is_imported_for_the_type_checker(module: str) -> None:
+    """A LazyModule("x") hides an import from the graph unless `x` is imported (under
+    TYPE_CHECKING) in the same file; so it must be."""
+    tree = ast.parse(FILES[module].read_text(encoding="utf-8"))
+    lazy = {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "LazyModule"
+        and isinstance(node.args[0], ast.Constant)
+    }
+    assert lazy <= internal(module), f"{module}: {sorted(lazy - internal(module))} not imported"
+
+
 _CLOCKS = {("datetime", "now"), ("datetime", "utcnow"), ("date", "today"), ("time", "time"),
            ("time", "time_ns")}  # fmt: skip
 

@@ -19,8 +19,8 @@ from duequeue import validate
 from duequeue.channels.base import Message
 from duequeue.channels.email import build_email
 from duequeue.channels.webhook import build_payload
+from duequeue.compose import AddRequest, build_reminder
 from duequeue.errors import BadInputError
-from duequeue.service import AddRequest, build_reminder
 
 NOW = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 # Every code point, lone surrogates (what non-UTF-8 argv becomes) and NUL included.
