@@ -73,7 +73,8 @@ class Queue:
     `webhook_secret`, `tick_limit`, `max_retries`, `backoff`, ...); they win over DUEQUEUE_*
     variables and the config file (`config`, else DUEQUEUE_CONFIG, else the default path). A
     bad setting raises ConfigError here. The database is opened on first use; with `create`
-    False a missing SQLite file is a StoreError instead of a new empty database.
+    False a missing SQLite file is a StoreError instead of a new empty database. A Queue holds
+    one connection: use it from one thread at a time (a server: one Queue per thread).
     """
 
     def __init__(
@@ -128,7 +129,7 @@ class Queue:
         `data_json` the same as JSON text. With a `key` that exists already nothing is added:
         the result has that reminder's id and `created` False.
         """
-        req = _request(
+        req = compose.request(
             at, tz, rrule, cron, emails, webhooks, notify, targets, webhook_secret, subject,
             body, data, data_json, key, misfire_grace,
         )  # fmt: skip
@@ -166,7 +167,7 @@ class Queue:
         """Check a reminder as `add` would and return its first `count` fires; write nothing
         (`duequeue add --dry-run`). The arguments are add's."""
         _positive(count, "count")
-        req = _request(
+        req = compose.request(
             at, tz, rrule, cron, emails, webhooks, notify, targets, webhook_secret, subject,
             body, data, data_json, key, misfire_grace,
         )  # fmt: skip
@@ -395,63 +396,6 @@ def check_setup(
 
 def _doctor(load: Callable[[], Settings]) -> DoctorReport:
     return convert.doctor_report(doctor.run(load, lambda db: open_store(db, create=False)))
-
-
-def _request(
-    at: str | datetime | timedelta | None,
-    tz: str | None,
-    rrule: str | None,
-    cron: str | None,
-    emails: Iterable[str],
-    webhooks: Iterable[str],
-    notify: Iterable[str],
-    targets: Iterable[tuple[str, str]],
-    webhook_secret: str | Iterable[str] | None,
-    subject: str,
-    body: str,
-    data: Any,
-    data_json: str | None,
-    key: str | None,
-    misfire_grace: str | timedelta | None,
-) -> compose.AddRequest:
-    """Return add's arguments as one request, each list checked to be a list."""
-    return compose.AddRequest(
-        at=at,
-        tz=tz,
-        rrule=rrule,
-        cron=cron,
-        emails=_strings("emails", emails),
-        webhooks=_strings("webhooks", webhooks),
-        notify=_strings("notify", notify),
-        targets=tuple(_list("targets", targets)),
-        webhook_secrets=(
-            ()
-            if webhook_secret is None
-            else (webhook_secret,)
-            if isinstance(webhook_secret, str)
-            else _strings("webhook_secret", webhook_secret)
-        ),
-        subject=subject,
-        body=body,
-        data=data,
-        data_json=data_json,
-        key=key,
-        misfire_grace=misfire_grace,
-    )
-
-
-def _list(name: str, values: Iterable[Any]) -> Iterable[Any]:
-    if isinstance(values, str | bytes):
-        raise BadInputError("give a list, not one string", field=name)
-    return values
-
-
-def _strings(name: str, values: Iterable[str]) -> tuple[str, ...]:
-    found = tuple(_list(name, values))
-    for i, value in enumerate(found):
-        if not isinstance(value, str):
-            raise BadInputError(f"expected a string, not {value!r}", field=f"{name}[{i}]")
-    return found
 
 
 def _some(ids: tuple[int, ...]) -> None:

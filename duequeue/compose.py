@@ -2,6 +2,7 @@
 checked field by field into a reminder ready to store, what the user should know about it, and
 its first fires. Nothing here touches the store."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -43,6 +44,63 @@ class AddRequest:
     data_json: str | None = None  # or the same as JSON text (the CLI's --data)
     key: str | None = None
     misfire_grace: str | timedelta | None = None
+
+
+def request(
+    at: str | datetime | timedelta | None,
+    tz: str | None,
+    rrule: str | None,
+    cron: str | None,
+    emails: Iterable[str],
+    webhooks: Iterable[str],
+    notify: Iterable[str],
+    targets: Iterable[tuple[str, str]],
+    webhook_secret: str | Iterable[str] | None,
+    subject: str,
+    body: str,
+    data: Any,
+    data_json: str | None,
+    key: str | None,
+    misfire_grace: str | timedelta | None,
+) -> AddRequest:
+    """Return Queue.add's arguments as one request, each list checked to be one."""
+    return AddRequest(
+        at=at,
+        tz=tz,
+        rrule=rrule,
+        cron=cron,
+        emails=_strings("emails", emails),
+        webhooks=_strings("webhooks", webhooks),
+        notify=_strings("notify", notify),
+        targets=tuple(_list("targets", targets)),
+        webhook_secrets=(
+            ()
+            if webhook_secret is None
+            else (webhook_secret,)
+            if isinstance(webhook_secret, str)
+            else _strings("webhook_secret", webhook_secret)
+        ),
+        subject=subject,
+        body=body,
+        data=data,
+        data_json=data_json,
+        key=key,
+        misfire_grace=misfire_grace,
+    )
+
+
+def _list(name: str, values: Iterable[Any]) -> Iterable[Any]:
+    if isinstance(values, str | bytes):
+        raise BadInputError("give a list, not one string", field=name)
+    return values
+
+
+def _strings(name: str, values: Iterable[str]) -> tuple[str, ...]:
+    found = tuple(_list(name, values))
+    for i, value in enumerate(found):
+        if not isinstance(value, str):
+            raise BadInputError(f"expected a string, not {value!r}", field=f"{name}[{i}]")
+    return found
 
 
 def build_reminder(

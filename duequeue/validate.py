@@ -7,15 +7,16 @@ is (`webhooks[1]`). Nothing is written before these pass.
 
 import functools
 import ipaddress
+import json
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-from duequeue.errors import BadInputError, ConfigError
+import idna
 
-if TYPE_CHECKING:
-    from json import JSONEncoder
+from duequeue.channels.signing import parse_secrets
+from duequeue.errors import BadInputError, ConfigError
 
 MAX_SUBJECT = 255
 MAX_BODY = 65_536
@@ -110,9 +111,6 @@ def _host(host: str, url: str) -> None:
         pass
     ascii_host = host
     if not host.isascii() or "xn--" in host.lower():
-        # Lazy: only international names need idna (and cron's `tick` imports this module).
-        import idna
-
         try:
             ascii_host = idna.encode(host, uts46=True).decode("ascii")
             idna.decode(ascii_host)
@@ -145,8 +143,6 @@ def data(text: str | None, field: str = "data") -> str | None:
     """Return the JSON text in canonical compact form, or raise."""
     if text is None:
         return None
-    import json  # lazy: cron's `tick` imports this module and never needs json
-
     if len(text) > 4 * MAX_DATA:  # whitespace aside, far past the limit: do not parse it
         raise BadInputError(f"larger than {MAX_DATA} bytes", field=field)
     try:
@@ -189,11 +185,9 @@ def data_value(value: Any, field: str = "data") -> str:
 
 
 @functools.cache
-def _encoder() -> "JSONEncoder":
+def _encoder() -> json.JSONEncoder:
     # Built once: json.dumps with options builds a new encoder per call, and `import` calls this
     # once a line.
-    import json  # lazy: cron's `tick` imports this module and never needs json
-
     return json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
@@ -254,7 +248,8 @@ def notify_url(url: str) -> str:
     if _CONTROL.search(url) or " " in url:
         # Not quoted: the URL holds tokens.
         raise BadInputError("the URL contains spaces or control characters")
-    # Lazy: the notify channel loads asyncio and threading, which cron's `tick` may not need.
+    # Lazy: only a notify target needs the notify channel (asyncio, threading, the Apprise
+    # extra).
     from duequeue.channels import notify
 
     try:
@@ -283,9 +278,6 @@ def webhook_secrets(secrets: tuple[str, ...], webhooks: int) -> tuple[str | None
             "webhook in the same order",
             field="webhook_secret",
         )
-    # Lazy: cron's tick imports this module and never checks a secret here.
-    from duequeue.channels.signing import parse_secrets
-
     for i, secret in enumerate(secrets):
         field = "webhook_secret" if len(secrets) == 1 else f"webhook_secret[{i}]"
         try:

@@ -202,9 +202,11 @@ def add(
 def _target(index: int, text: str) -> tuple[str, str]:
     """Return a --target CHANNEL:ADDRESS as (channel, address); the address may hold colons."""
     channel, colon, address = text.partition(":")
-    if not colon or not channel:
+    # A URL alone (https://...) has a colon too, but no channel before it.
+    if not colon or not channel or address.startswith("//"):
         raise BadInputError(
-            f"expected CHANNEL:ADDRESS, such as email:ann@example.com, not {text!r}",
+            "expected CHANNEL:ADDRESS, such as email:ann@example.com or "
+            f"webhook:https://hooks.example.com/r, not {text!r}",
             field=f"targets[{index}]",
         )
     return channel, address
