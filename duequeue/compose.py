@@ -3,7 +3,7 @@ checked field by field into a reminder ready to store, what the user should know
 its first fires. Nothing here touches the store."""
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -110,7 +110,6 @@ def build_reminder(
 
     `block_private`: DUEQUEUE_WEBHOOK_BLOCK_PRIVATE, under which notify targets are refused.
     """
-    given = _given_targets(req)
     validate.utf8(
         [
             ("at", req.at if isinstance(req.at, str) else None),
@@ -122,11 +121,6 @@ def build_reminder(
             ("data_json", req.data_json),
             ("key", req.key),
             ("misfire_grace", req.misfire_grace if isinstance(req.misfire_grace, str) else None),
-            *((field, address) for field, _, address in given),
-            *(
-                (_item("webhook_secret", i, len(req.webhook_secrets)), s)
-                for i, s in enumerate(req.webhook_secrets)
-            ),
         ]
     )
     if req.rrule is not None and req.cron is not None:
@@ -137,19 +131,7 @@ def build_reminder(
     if req.at is None and req.cron is None:
         raise BadInputError("required (a time such as 2027-01-05T09:00, +15m or now)", field="at")
     start = _start(req.at, zone, now)
-    checked = [
-        (field, channel, _check_target(field, channel, address, block_private))
-        for field, channel, address in given
-    ]
-    hooks = [field for field, channel, _ in checked if channel == "webhook"]
-    secrets = validate.webhook_secrets(req.webhook_secrets, len(hooks))
-    secret_of = dict(zip(hooks, secrets, strict=True))
-    new_targets = tuple(
-        # The table checked the channel: it is one the store knows.
-        NewTarget(cast(Channel, channel), address, secret_of.get(field))
-        for field, channel, address in checked
-    )
-    validate.target_count(len(new_targets))
+    new_targets = _targets(req, block_private)
     grace = None if req.misfire_grace is None else _grace_ms(req.misfire_grace)
     fire_at = to_ms(start)
     kind: RuleKind | None = None
@@ -184,35 +166,46 @@ def build_reminder(
     )
 
 
-def _given_targets(req: AddRequest) -> list[tuple[str, str, str]]:
-    """Return every target given, as (field, channel, address), in the order they are stored."""
-    given = [
-        *((_item("emails", i), "email", a) for i, a in enumerate(req.emails)),
-        *((_item("webhooks", i), "webhook", u) for i, u in enumerate(req.webhooks)),
-        *((_item("notify", i), "notify", u) for i, u in enumerate(req.notify)),
-    ]
+def _targets(req: AddRequest, block_private: bool) -> tuple[NewTarget, ...]:
+    """Return every target given, checked, in the order they are stored, each webhook with its
+    own secret if one was given."""
+    checked: list[NewTarget] = []
+    for name, channel, addresses in (
+        ("emails", "email", req.emails),
+        ("webhooks", "webhook", req.webhooks),
+        ("notify", "notify", req.notify),
+    ):
+        for i, address in enumerate(addresses):
+            checked.append(_target(name, i, channel, address, block_private))
     for i, pair in enumerate(req.targets):
         if not (
             isinstance(pair, tuple | list)
             and len(pair) == 2
             and all(isinstance(part, str) for part in pair)
         ):
-            raise BadInputError("expected a (channel, address) pair", field=_item("targets", i))
-        given.append((_item("targets", i), pair[0], pair[1]))
-    return given
+            raise BadInputError("expected a (channel, address) pair", field=f"targets[{i}]")
+        checked.append(_target("targets", i, pair[0], pair[1], block_private))
+    if req.webhook_secrets:
+        hooks = [n for n, t in enumerate(checked) if t.channel == "webhook"]
+        secrets = validate.webhook_secrets(req.webhook_secrets, len(hooks))
+        for n, secret in zip(hooks, secrets, strict=True):
+            checked[n] = replace(checked[n], secret=secret)
+    validate.target_count(len(checked))
+    return tuple(checked)
 
 
-def _item(name: str, index: int, count: int = 0) -> str:
-    """Return the field of one value of a list: `webhooks[1]` (the name alone for a single
-    value given where a list may be, as with `webhook_secret`)."""
-    return name if count == 1 else f"{name}[{index}]"
-
-
-def _check_target(field: str, channel: str, address: str, block_private: bool) -> str:
+def _target(name: str, index: int, channel: str, address: str, block_private: bool) -> NewTarget:
+    """Return one target checked; an error names it as the list and place it was given in."""
     try:
-        return channel_table.check(channel, address, block_private=block_private)
+        address.encode("utf-8")  # not a lone surrogate from argv that is not UTF-8
+    except UnicodeEncodeError:
+        raise BadInputError("not valid UTF-8 text", field=f"{name}[{index}]") from None
+    try:
+        checked = channel_table.check(channel, address, block_private=block_private)
     except BadInputError as exc:
-        raise exc.with_field(field) from None
+        raise exc.with_field(f"{name}[{index}]") from None
+    # The table knows the channel, so the store does.
+    return NewTarget(cast(Channel, channel), checked)
 
 
 def _zone_of(at: object) -> str | None:

@@ -280,6 +280,7 @@ def webhook_secrets(secrets: tuple[str, ...], webhooks: int) -> tuple[str | None
         )
     for i, secret in enumerate(secrets):
         field = "webhook_secret" if len(secrets) == 1 else f"webhook_secret[{i}]"
+        utf8([(field, secret)])
         try:
             parse_secrets(secret, field)
         except ConfigError as exc:
