@@ -286,12 +286,14 @@ class Queue:
 
     def next_fires(self, id: int, count: int = 5) -> Fires:
         """Return a reminder's next `count` fires, the pending one first (`duequeue next`)."""
+        _id(id, "id")
         _positive(count, "count")
         view, local = service.next_fires(self._open(), id, count)
         return convert.next_fires(view, local)
 
     def history(self, id: int) -> History:
         """Return a reminder's delivery attempts, dead letters and per-target retries."""
+        _id(id, "id")
         return convert.history(ops.history(self._open(), id))
 
     def stats(self, *, prometheus: str | os.PathLike[str] | None = None) -> Stats:
@@ -312,6 +314,8 @@ class Queue:
                 "give reminder ids or ask for all dead ones, not both or neither",
                 field=("ids", "all_dead"),
             )
+        if ids:
+            _some(ids)
         return convert.changes(ops.retry(self._open(), ids, all_dead, _now()))
 
     def cancel(self, *ids: int) -> list[Change]:
@@ -401,6 +405,13 @@ def _doctor(load: Callable[[], Settings]) -> DoctorReport:
 def _some(ids: tuple[int, ...]) -> None:
     if not ids:
         raise BadInputError("give at least one reminder id", field="ids")
+    for i, rid in enumerate(ids):
+        _id(rid, f"ids[{i}]")
+
+
+def _id(value: int, field: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInputError(f"expected a reminder id (an int), not {value!r}", field=field)
 
 
 def _positive(value: int, field: str) -> None:

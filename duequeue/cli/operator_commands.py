@@ -14,6 +14,7 @@ import typer
 
 from duequeue.api import Queue, check_setup
 from duequeue.cli import context, output_ops
+from duequeue.cli.report import message
 from duequeue.cli.summary import iso, tick_line
 from duequeue.cli.table import terminal_width
 from duequeue.errors import BadInputError, DuequeueError
@@ -212,7 +213,7 @@ def worker(
         log(f"{iso(summary.at)} tick: {tick_line(summary)}")
 
     def on_error(exc: DuequeueError) -> None:
-        log(f"tick failed: {exc}")
+        log(f"tick failed: {message(exc)}")
 
     # Like `tick`, the worker creates a missing database (cron or systemd may start before the
     # first `add`); one that cannot be opened stops it at once, with exit 1.

@@ -219,6 +219,8 @@ def test_unknown_ids_and_bad_arguments_name_their_field(queue: Queue) -> None:
         (lambda: queue.prune("0d"), "older_than"),
         (lambda: queue.prune(timedelta(-1)), "older_than"),
         (lambda: queue.worker("soon"), "every"),
+        (lambda: queue.history("7"), "id"),  # type: ignore[arg-type]
+        (lambda: queue.cancel(1, "2"), "ids[1]"),  # type: ignore[arg-type]
     ]:
         with pytest.raises(BadInputError) as bad:
             call()
