@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from duequeue.ops import Ledger
     from duequeue.store.copy import Copied
 else:
-    # Loaded on first use: results' twenty dataclasses cost a tenth of cron's empty tick, which
+    # Loaded on first use: results' twenty dataclasses cost a fifth of cron's empty tick, which
     # needs a TickSummary alone (tick_summary.py), and shows no target.
     results = LazyModule("duequeue.results")
     channel_table = LazyModule("duequeue.targets")

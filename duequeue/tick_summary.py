@@ -1,7 +1,8 @@
 """`TickSummary`, the public result of a tick, in a module of its own.
 
 Cron's plain `tick` builds one every minute; results.py, where the other public types are (and
-which shows this one too), costs a tenth of that run's start-up to load: its twenty dataclasses.
+which shows this one too), costs a fifth of that run's start-up to load: its twenty dataclasses
+(75M of an empty tick's 360M instructions, measured with valgrind).
 """
 
 from dataclasses import dataclass
