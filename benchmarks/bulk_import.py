@@ -19,7 +19,7 @@ def _write(path: Path, n: int) -> None:
             line = {
                 "at": "2030-01-05T09:00",
                 "tz": "Europe/Berlin",
-                "webhook": [f"https://hooks.example.com/r/{i % 100}"],
+                "webhooks": [f"https://hooks.example.com/r/{i % 100}"],
                 "subject": f"Reminder {i}",
                 "key": f"bench-{i}",
             }

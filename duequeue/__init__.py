@@ -1,8 +1,11 @@
-"""duequeue: a cron-driven due-time reminder scheduler backed by SQLite.
+"""duequeue: a cron-driven due-time reminder scheduler backed by SQLite or PostgreSQL.
 
-`duequeue.Queue` is the Python API (api.py); the errors it raises are exported here too.
+`duequeue.Queue` is the Python API (api.py); the types its methods return (results.py) and the
+errors they raise (errors.py) are exported here too. Everything but the errors loads on first
+use: cron's plain `tick` imports this package every minute and pays only for what it uses.
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from duequeue.errors import (
@@ -15,26 +18,76 @@ from duequeue.errors import (
 )
 
 if TYPE_CHECKING:
-    from duequeue.api import Queue
+    from duequeue.api import Queue, check_setup
+    from duequeue.results import (
+        Added,
+        Attempt,
+        Change,
+        Check,
+        ConfigReport,
+        DeadLetter,
+        DoctorReport,
+        Fire,
+        Fires,
+        History,
+        ImportResult,
+        Migrated,
+        Preview,
+        PruneCounts,
+        Reminder,
+        State,
+        Stats,
+        Target,
+        TargetRetry,
+        TickSummary,
+        View,
+    )
+    from duequeue.version import __version__
 
-__version__ = "0.1.0"
 __all__ = [
+    "Added",
+    "Attempt",
     "BadInputError",
+    "Change",
+    "Check",
     "ConfigError",
+    "ConfigReport",
+    "DeadLetter",
+    "DoctorReport",
     "DuequeueError",
+    "Fire",
+    "Fires",
+    "History",
+    "ImportResult",
+    "Migrated",
     "NotFoundError",
+    "Preview",
+    "PruneCounts",
     "Queue",
+    "Reminder",
+    "State",
+    "Stats",
     "StoreBusyError",
     "StoreError",
+    "Target",
+    "TargetRetry",
+    "TickSummary",
+    "View",
     "__version__",
+    "check_setup",
 ]
+# The module each name is loaded from on first use: the API and the version by name, the rest
+# are the public types.
+_FROM = {"Queue": "duequeue.api", "check_setup": "duequeue.api", "__version__": "duequeue.version"}
 
 
 def __getattr__(name: str) -> Any:
-    # Loaded on first use: cron's plain `tick` imports this package every minute and must not
-    # pay for the API's imports.
-    if name == "Queue":
-        from duequeue.api import Queue
+    if name not in __all__:
+        raise AttributeError(f"module 'duequeue' has no attribute {name!r}")
+    value = getattr(import_module(_FROM.get(name, "duequeue.results")), name)
+    globals()[name] = value  # found here from now on, without this call
+    return value
 
-        return Queue
-    raise AttributeError(f"module 'duequeue' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

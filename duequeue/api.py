@@ -1,15 +1,16 @@
-"""The public Python API: `duequeue.Queue`, for applications that schedule reminders without
-shelling out.
+"""The public Python API: `duequeue.Queue`, one method per operation, for every front end.
 
-It stands on the same service functions as the command line (service.py, ops.py), with the
-same validation and the same errors: bad input raises BadInputError (the CLI's exit 2) and
-writes nothing; an unknown id raises NotFoundError; a database problem raises StoreError. The
-clock is read here, as the CLI reads it; everything below takes `now` as an argument.
+The CLI is a renderer over it (each command one Queue call), and so is `duequeue serve`. Bad
+input raises BadInputError (the CLI's exit 2) and writes nothing; an unknown id raises
+NotFoundError; a database problem raises StoreError. Errors name the argument at fault as
+spelled here (`at`, `webhooks[1]`, `id`) and carry it in `.field`. Results are the frozen types
+of results.py, with aware UTC datetimes. The clock is read here, as a front end reads it;
+everything below takes `now` as an argument.
 
     from duequeue import Queue
 
     with Queue("reminders.db") as q:
-        rid = q.add(at="+15m", webhooks=["https://hooks.example.com/r"], subject="Standup")
+        added = q.add(at="+15m", webhooks=["https://hooks.example.com/r"], subject="Standup")
         q.tick()
 """
 
@@ -17,117 +18,245 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from duequeue import service
-from duequeue.errors import BadInputError
+from duequeue import convert, service
+from duequeue.config import Settings, load_settings, load_settings_traced
+from duequeue.errors import BadInputError, DuequeueError
+from duequeue.lazy import LazyModule
+from duequeue.store import open_store, safe_url
+from duequeue.store.base import Store
+from duequeue.tick_summary import TickSummary
+from duequeue.timefmt import parse_duration
 
 if TYPE_CHECKING:
-    from duequeue.config import Settings
-    from duequeue.engine.tick import TickSummary
-    from duequeue.ops import History
-    from duequeue.store.base import Change, PruneCounts, ReminderView, Stats
+    from duequeue import compose, doctor, importer, metrics, ops, worker
+    from duequeue.results import (
+        Added,
+        Change,
+        ConfigReport,
+        DoctorReport,
+        Fires,
+        History,
+        ImportResult,
+        Migrated,
+        Preview,
+        PruneCounts,
+        Reminder,
+        Stats,
+        View,
+    )
+    from duequeue.schedule import zones
+else:
+    # Loaded on first use: what the other operations need, which cron's plain tick (by far the
+    # most frequent run) never does: dateutil, json, pickle, smtplib, signal, zoneinfo among them.
+    compose = LazyModule("duequeue.compose")
+    doctor = LazyModule("duequeue.doctor")
+    importer = LazyModule("duequeue.importer")
+    metrics = LazyModule("duequeue.metrics")
+    ops = LazyModule("duequeue.ops")
+    worker = LazyModule("duequeue.worker")
+    zones = LazyModule("duequeue.schedule.zones")
 
-View = Literal["dead", "due", "pending", "all"]
+_VIEWS = ("dead", "due", "pending", "all")
 
 
 class Queue:
-    """A reminder queue on one database: an SQLite file (created if missing) or a
-    postgresql:// URL.
+    """A reminder queue on one database: an SQLite file or a postgresql:// URL.
 
-    `db` None means DUEQUEUE_DB, else the default SQLite file, as for the CLI. `settings` are the
-    settings of docs/reference.md by their lower-case names (`smtp_url`, `email_from`,
+    `db` None means DUEQUEUE_DB, else the default SQLite file, as for the CLI. `settings` are
+    the settings of docs/reference.md by their lower-case names (`smtp_url`, `email_from`,
     `webhook_secret`, `tick_limit`, `max_retries`, `backoff`, ...); they win over DUEQUEUE_*
-    variables and the config file (`config`, else DUEQUEUE_CONFIG, else the default path), as
-    the CLI's flags do. A bad setting raises ConfigError.
+    variables and the config file (`config`, else DUEQUEUE_CONFIG, else the default path). A
+    bad setting raises ConfigError here. The database is opened on first use; with `create`
+    False a missing SQLite file is a StoreError instead of a new empty database. A Queue holds
+    one connection: use it from one thread at a time (a server: one Queue per thread).
     """
 
     def __init__(
         self,
         db: str | os.PathLike[str] | None = None,
         *,
-        config: str | None = None,
+        config: str | os.PathLike[str] | None = None,
+        create: bool = True,
         **settings: Any,
     ) -> None:
-        from duequeue.config import load_settings
-        from duequeue.store import open_store
-
         flags = {"db": None if db is None else os.fspath(db), **settings}
-        self.settings: Settings = load_settings(flags, config_file=config)
-        self._store = open_store(self.settings.db, self.settings.busy_timeout, create=True)
+        config_file = None if config is None else os.fspath(config)
+        self.settings: Settings
+        self.settings, self._origins = load_settings_traced(flags, config_file=config_file)
+        self._create = create
+        self._store: Store | None = None
+
+    @property
+    def location(self) -> str:
+        """Return the database fit to print: a path, or a URL with its password masked."""
+        return safe_url(self.settings.db)
 
     # -- scheduling ------------------------------------------------------------------------
 
     def add(
         self,
         *,
-        at: str | datetime | None = None,
+        at: str | datetime | timedelta | None = None,
         tz: str | None = None,
         rrule: str | None = None,
         cron: str | None = None,
         emails: Iterable[str] = (),
         webhooks: Iterable[str] = (),
         notify: Iterable[str] = (),
+        targets: Iterable[tuple[str, str]] = (),
         webhook_secret: str | Iterable[str] | None = None,
         subject: str = "Reminder",
         body: str = "",
         data: Any = None,
+        data_json: str | None = None,
         key: str | None = None,
         misfire_grace: str | timedelta | None = None,
-    ) -> int:
-        """Schedule a reminder as `duequeue add` does; return its id.
+    ) -> Added:
+        """Schedule a reminder as `duequeue add` does.
 
-        `at`: an aware datetime, or any text `--at` takes (ISO 8601, `+15m`, `now`, a local time
-        read in `tz`). `data`: any JSON value, sent in the webhook payload. `notify`: Apprise
-        URLs (the `notify` extra). `webhook_secret`: one secret (or several space-separated,
-        for rotation) for every webhook, or a list with one per webhook. With a `key` that
-        exists already nothing is added and the existing reminder's id is returned.
+        `at`: an aware datetime (its zone, if a ZoneInfo, is the default `tz`), a timedelta from
+        now, or any text `--at` takes (ISO 8601, `+15m`, `now`, a local time read in `tz`).
+        Optional with `cron` (default now). Targets: `emails`, `webhooks`, `notify` (Apprise
+        URLs, the `notify` extra), and `targets`, (channel, address) pairs of any channel.
+        `webhook_secret`: one secret (or several space-separated, for rotation) for every
+        webhook, or a list with one per webhook in order. `data`: any JSON value, or
+        `data_json` the same as JSON text. With a `key` that exists already nothing is added:
+        the result has that reminder's id and `created` False.
         """
-        if isinstance(at, datetime):
-            if at.tzinfo is None:
-                raise BadInputError("at: a datetime needs a time zone (tzinfo)")
-            at = at.isoformat()
-        if isinstance(misfire_grace, timedelta):
-            misfire_grace = f"{int(misfire_grace.total_seconds())}s"
-        data_text = None
-        if data is not None:
-            from duequeue import validate
-
-            data_text = validate.data_value(data)
-        req = service.AddRequest(
-            at=at,
-            tz=tz,
-            rrule=rrule,
-            cron=cron,
-            emails=_strings("emails", emails),
-            webhooks=_strings("webhooks", webhooks),
-            notifies=_strings("notify", notify),
-            webhook_secrets=(
-                ()
-                if webhook_secret is None
-                else (webhook_secret,)
-                if isinstance(webhook_secret, str)
-                else _strings("webhook_secret", webhook_secret)
-            ),
-            subject=subject,
-            body=body,
-            data=data_text,
-            key=key,
-            misfire_grace=misfire_grace,
-        )
+        req = compose.request(
+            at, tz, rrule, cron, emails, webhooks, notify, targets, webhook_secret, subject,
+            body, data, data_json, key, misfire_grace,
+        )  # fmt: skip
         now = _now()
-        reminder, _ = service.build_reminder(
+        reminder = compose.build_reminder(
             req, self.settings.tz, now, block_private=self.settings.webhook_block_private
         )
-        rid, _ = service.add(self._store, reminder, now)
-        return rid
+        rid, created = service.add(self._open(), reminder, now)
+        if not created:
+            return convert.added(
+                rid, False, [f"key {key!r} exists as reminder {rid}; nothing added"]
+            )
+        return convert.added(rid, True, compose.add_notes(reminder, self.settings, now))
+
+    def preview(
+        self,
+        *,
+        at: str | datetime | timedelta | None = None,
+        tz: str | None = None,
+        rrule: str | None = None,
+        cron: str | None = None,
+        emails: Iterable[str] = (),
+        webhooks: Iterable[str] = (),
+        notify: Iterable[str] = (),
+        targets: Iterable[tuple[str, str]] = (),
+        webhook_secret: str | Iterable[str] | None = None,
+        subject: str = "Reminder",
+        body: str = "",
+        data: Any = None,
+        data_json: str | None = None,
+        key: str | None = None,
+        misfire_grace: str | timedelta | None = None,
+        count: int = 5,
+    ) -> Preview:
+        """Check a reminder as `add` would and return its first `count` fires; write nothing
+        (`duequeue add --dry-run`). The arguments are add's."""
+        _positive(count, "count")
+        req = compose.request(
+            at, tz, rrule, cron, emails, webhooks, notify, targets, webhook_secret, subject,
+            body, data, data_json, key, misfire_grace,
+        )  # fmt: skip
+        now = _now()
+        r = compose.build_reminder(
+            req, self.settings.tz, now, block_private=self.settings.webhook_block_private
+        )
+        assert r.fire_at is not None  # a new reminder always has its first fire
+        local = compose.fires(r.rule_kind, r.rule, r.tz, r.dtstart, r.fire_at, count)
+        return convert.preview(r.tz, local, compose.add_notes(r, self.settings, now))
+
+    def import_lines(
+        self,
+        lines: Iterable[bytes | str],
+        *,
+        progress: Callable[[str, int], None] | None = None,
+    ) -> ImportResult:
+        """Add reminders from JSON Lines (one object a line, with add's arguments as fields),
+        all or nothing, as `duequeue import` does: every line is checked before the database is
+        touched, then all go in one transaction; a reminder whose key exists is skipped.
+
+        `progress` is called with ("checking", size of a line) for each line read, then once
+        with ("writing", 0). A bad line raises BadInputError with `.line` set.
+        """
+        now = _now()
+        counted = None if progress is None else _checking(progress)
+        with importer.gc_paused():
+            parsed = importer.parse_lines(
+                lines,
+                self.settings.tz,
+                now,
+                counted,
+                block_private=self.settings.webhook_block_private,
+            )
+            with parsed.spool as spool:
+                if progress is not None:
+                    progress("writing", 0)
+                # The spool is read back a chunk at a time, inside the one transaction.
+                imported, skipped = ops.import_reminders(self._open(), spool, now)
+        return convert.imported(imported, skipped, parsed.notes)
+
+    # -- delivering --------------------------------------------------------------------------
 
     def tick(self, *, limit: int | None = None) -> TickSummary:
-        """Deliver what is due now, as `duequeue tick` does; return its summary."""
-        return service.run_tick(self._store, self.settings, _now(), _clock_ms, limit)
+        """Deliver what is due now, as `duequeue tick` does; return its summary.
+
+        `limit`: the most rows one claim takes (default the `tick_limit` setting).
+        """
+        if limit is not None:
+            _positive(limit, "limit")
+        now = _now()
+        summary = service.run_tick(self._open(), self.settings, now, _clock_ms, limit)
+        return convert.tick_summary(summary, now)
+
+    def worker(
+        self,
+        every: str | timedelta = "10s",
+        *,
+        limit: int | None = None,
+        on_start: Callable[[], None] | None = None,
+        on_tick: Callable[[TickSummary], None] | None = None,
+        on_error: Callable[[DuequeueError], None] | None = None,
+    ) -> None:
+        """Tick every `every` until SIGTERM or SIGINT, as `duequeue worker` does; return then.
+
+        A database that cannot be opened raises StoreError at once; then `on_start` is called,
+        and each tick (on a fresh connection) is passed to `on_tick`. A tick that fails (the
+        database locked for long, say) is passed to `on_error` and the loop goes on. Call it
+        from the main thread: it handles the signals.
+        """
+        interval = _duration(every, "every")
+        if limit is not None:
+            _positive(limit, "limit")
+        self._open_new().close()
+        if on_start is not None:
+            on_start()
+
+        def one_tick() -> str | None:
+            now = _now()
+            store = self._open_new()
+            try:
+                summary = service.run_tick(store, self.settings, now, _clock_ms, limit)
+            finally:
+                store.close()
+            if on_tick is not None:
+                on_tick(convert.tick_summary(summary, now))
+            return summary.stopped_by
+
+        worker.Worker(interval.total_seconds(), one_tick, on_error or _ignore).run()
 
     # -- looking -----------------------------------------------------------------------------
 
@@ -138,61 +267,101 @@ class Queue:
         limit: int | None = None,
         subject_like: str | None = None,
         target_like: str | None = None,
-    ) -> list[ReminderView]:
-        """List dead-lettered (default), due, pending or all reminders, as `inspect` does."""
-        if view not in ("dead", "due", "pending", "all"):
-            raise BadInputError(f"view: {view!r} is not one of dead, due, pending, all")
-        return service.inspect(
-            self._store,
+    ) -> list[Reminder]:
+        """List dead-lettered fires (default), due, pending or all reminders, as `inspect`
+        does. `subject_like` and `target_like` are SQL LIKE patterns (`%`, `_`)."""
+        if view not in _VIEWS:
+            raise BadInputError(f"{view!r} is not one of {', '.join(_VIEWS)}", field="view")
+        if limit is not None:
+            _positive(limit, "limit")
+        found = service.inspect(
+            self._open(),
             view,
             _now(),
             limit,
             subject_like=subject_like,
             target_like=target_like,
         )
+        return [convert.reminder(v) for v in found]
 
-    def history(self, reminder_id: int) -> History:
-        """Return a reminder's delivery attempts and dead letters."""
-        from duequeue import ops
+    def next_fires(self, id: int, count: int = 5) -> Fires:
+        """Return a reminder's next `count` fires, the pending one first (`duequeue next`)."""
+        _id(id, "id")
+        _positive(count, "count")
+        view, local = service.next_fires(self._open(), id, count)
+        return convert.next_fires(view, local)
 
-        return ops.history(self._store, reminder_id)
+    def history(self, id: int) -> History:
+        """Return a reminder's delivery attempts, dead letters and per-target retries."""
+        _id(id, "id")
+        return convert.history(ops.history(self._open(), id))
 
-    def stats(self) -> Stats:
-        """Count reminders by state, and recent deliveries."""
-        from duequeue import ops
-
-        return ops.stats(self._store, _now())
+    def stats(self, *, prometheus: str | os.PathLike[str] | None = None) -> Stats:
+        """Count reminders by state, what is due and recent deliveries; with `prometheus`, also
+        write them to that file in the node_exporter textfile format, atomically."""
+        now = _now()
+        found = convert.stats(ops.stats(self._open(), now), now)
+        if prometheus is not None:
+            metrics.write_atomically(Path(prometheus), metrics.prometheus_text(found))
+        return found
 
     # -- changing ----------------------------------------------------------------------------
 
     def retry(self, *ids: int, all_dead: bool = False) -> list[Change]:
         """Re-arm the dead fires of the reminders `ids`, or of every one with `all_dead`."""
-        from duequeue import ops
-
-        return ops.retry(self._store, list(ids), all_dead, _now())
+        if bool(ids) == all_dead:
+            raise BadInputError(
+                "give reminder ids or ask for all dead ones, not both or neither",
+                field=("ids", "all_dead"),
+            )
+        if ids:
+            _some(ids)
+        return convert.changes(ops.retry(self._open(), ids, all_dead, _now()))
 
     def cancel(self, *ids: int) -> list[Change]:
-        """Cancel reminders so they never fire again."""
-        from duequeue import ops
+        """Cancel reminders so they never fire again (`inspect("all")` still lists them)."""
+        _some(ids)
+        return convert.changes(ops.cancel(self._open(), ids, _now()))
 
-        return ops.cancel(self._store, list(ids), _now())
+    def enable(self, *ids: int) -> list[Change]:
+        """Switch back on the targets disabled after their endpoint answered 410 Gone."""
+        _some(ids)
+        return convert.changes(ops.enable(self._open(), ids, _now()))
 
     def prune(self, older_than: str | timedelta, *, dry_run: bool = False) -> PruneCounts:
         """Delete finished reminders and ledger rows older than `older_than` (`30d` or a
         timedelta); a dead fire stays until it is retried or its reminder cancelled."""
-        from duequeue import ops
+        age = _duration(older_than, "older_than")
+        now = _now()
+        counts = ops.prune(self._open(), age, now, dry_run)
+        return convert.prune_counts(counts, now - age, dry_run)
 
-        if isinstance(older_than, str):
-            from duequeue.timefmt import parse_duration
+    def migrate(self, to: str) -> Migrated:
+        """Copy this queue's SQLite database into the empty PostgreSQL database `to`, ids and
+        all, in one transaction (`duequeue migrate`)."""
+        copied = service.migrate(self.settings.db, to)
+        return convert.migrated(self.settings.db, safe_url(to), copied)
 
-            older_than = parse_duration(older_than, "older_than")
-        return ops.prune(self._store, older_than, _now(), dry_run)
+    # -- the setup ---------------------------------------------------------------------------
+
+    def doctor(self) -> DoctorReport:
+        """Check the database, SMTP, the webhook secret and the zone data, as `duequeue doctor`
+        does; sends nothing and creates no database."""
+        settings = self.settings
+        return _doctor(lambda: settings)
+
+    def config(self) -> ConfigReport:
+        """Return the effective settings, secrets masked, and where each came from."""
+        tz_data = zones.in_use().describe()
+        return convert.config_report(self.settings, self._origins, tz_data)
 
     # -- lifetime ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the database connection."""
-        self._store.close()
+        """Close the database connection (a later call opens it again)."""
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()
 
     def __enter__(self) -> Queue:
         return self
@@ -205,16 +374,77 @@ class Queue:
     ) -> None:
         self.close()
 
+    def _open(self) -> Store:
+        if self._store is None:
+            self._store = self._open_new()
+        return self._store
+
+    def _open_new(self) -> Store:
+        s = self.settings
+        return open_store(s.db, s.busy_timeout, create=self._create)
+
+
+def check_setup(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    config: str | os.PathLike[str] | None = None,
+    **settings: Any,
+) -> DoctorReport:
+    """Check the setup as `duequeue doctor` does, settings included: where `Queue(...)` raises
+    ConfigError, this reports the bad setting as a finding, with the fix, and goes on to the
+    checks that do not need it."""
+    flags = {"db": None if db is None else os.fspath(db), **settings}
+    config_file = None if config is None else os.fspath(config)
+    return _doctor(lambda: load_settings(flags, config_file=config_file))
+
+
+def _doctor(load: Callable[[], Settings]) -> DoctorReport:
+    return convert.doctor_report(doctor.run(load, lambda db: open_store(db, create=False)))
+
+
+def _some(ids: tuple[int, ...]) -> None:
+    if not ids:
+        raise BadInputError("give at least one reminder id", field="ids")
+    for i, rid in enumerate(ids):
+        _id(rid, f"ids[{i}]")
+
+
+def _id(value: int, field: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInputError(f"expected a reminder id (an int), not {value!r}", field=field)
+
+
+def _positive(value: int, field: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadInputError(f"expected a whole number of at least 1, not {value!r}", field=field)
+
+
+def _duration(value: str | timedelta, field: str) -> timedelta:
+    if isinstance(value, str):
+        return parse_duration(value, field)
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise BadInputError("expected a positive timedelta or text such as 15m", field=field)
+    return value
+
+
+def _checking(progress: Callable[[str, int], None]) -> Callable[[int], None]:
+    def checked(size: int) -> None:
+        progress("checking", size)
+
+    return checked
+
+
+def _ignore(exc: DuequeueError) -> None:
+    """Drop a failed tick's error: the worker goes on either way."""
+
 
 def _now() -> datetime:
-    return datetime.now(UTC)
+    """Return the current instant to the millisecond, the resolution of what is stored."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 def _clock_ms() -> int:
+    # The same clock as _now() (freezegun fakes both), without a datetime per call: a tick
+    # stamps every delivery with it.
     return time.time_ns() // 1_000_000
-
-
-def _strings(name: str, values: Iterable[str]) -> tuple[str, ...]:
-    if isinstance(values, str):
-        raise BadInputError(f"{name}: give a list of addresses, not one string")
-    return tuple(values)

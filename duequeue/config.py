@@ -4,7 +4,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from platformdirs import user_config_path, user_data_path
 
 from duequeue.errors import BadInputError, ConfigError
 from duequeue.policy import RetryPolicy
@@ -67,15 +69,11 @@ _ENV_PREFIX = "DUEQUEUE_"
 
 def default_db_path() -> Path:
     """Return the default database path under the user data dir."""
-    from platformdirs import user_data_path
-
     return user_data_path(APP_NAME) / "duequeue.db"
 
 
 def default_config_path() -> Path:
     """Return the default config file path under the user config dir."""
-    from platformdirs import user_config_path
-
     return user_config_path(APP_NAME) / "config.toml"
 
 
@@ -83,22 +81,25 @@ def parse_backoff(text: str) -> tuple[int, ...]:
     """Parse a backoff table such as 1m,5m,30m into milliseconds."""
     steps = [s for s in text.split(",") if s.strip()]
     if not steps:
-        raise ConfigError("DUEQUEUE_BACKOFF: give at least one step, such as 1m,5m,30m")
+        raise ConfigError("give at least one step, such as 1m,5m,30m", field="backoff")
     try:
-        return tuple(
-            int(parse_duration(s, "DUEQUEUE_BACKOFF").total_seconds() * 1000) for s in steps
-        )
+        return tuple(int(parse_duration(s, "backoff").total_seconds() * 1000) for s in steps)
     except BadInputError as exc:
-        raise ConfigError(str(exc)) from exc
+        raise ConfigError(exc.detail, field="backoff") from exc
 
 
-@dataclass(frozen=True, slots=True)
-class Origins:
-    """Where the settings of one run came from, for `config`."""
+class Origins(NamedTuple):
+    """Where the settings of one run came from, for `config`.
+
+    A NamedTuple, not a dataclass: every run loads this module, and a dataclass is three times
+    as costly to define (about 1% of cron's empty tick).
+    """
 
     config_file: Path  # the file looked for (--config, DUEQUEUE_CONFIG or the default)
     config_file_read: bool  # False: there was no such file (allowed for the default only)
-    sources: dict[str, str]  # setting -> "flag --x", "env DUEQUEUE_X", "config file", "default"
+    # setting -> "argument" (given by the caller: a CLI flag, a Queue keyword), "DUEQUEUE_X",
+    # "config file" or "default"
+    sources: dict[str, str]
 
 
 def load_settings(
@@ -125,12 +126,12 @@ def load_settings_traced(
     sources = dict.fromkeys(merged, "config file")
     names = {f.name for f in fields(Settings)}
     for name in names:
-        value = env.get(_ENV_PREFIX + name.upper())
+        value = env.get(env_name(name))
         if value not in (None, ""):
             merged[name] = value
-            sources[name] = _ENV_PREFIX + name.upper()
+            sources[name] = env_name(name)
     merged.update(flags)
-    sources.update((name, "--" + name.replace("_", "-")) for name in flags)
+    sources.update(dict.fromkeys(flags, "argument"))
     merged.setdefault("db", str(default_db_path()))
     settings = _validate(merged, names, env)
     origins = Origins(
@@ -153,8 +154,7 @@ def _read_config_file(path: Path, *, required: bool) -> dict[str, Any] | None:
         raise ConfigError(_unreadable(path)) from exc
     except OSError as exc:
         raise ConfigError(f"config file {path}: {exc.strerror or exc}") from exc
-    # Imported only when there is a file to read: cron's usual tick has none (and is kept lean).
-    import tomllib
+    import tomllib  # lazy: cron's usual tick has no config file to read
 
     try:
         with f:
@@ -166,6 +166,7 @@ def _read_config_file(path: Path, *, required: bool) -> dict[str, Any] | None:
 
 def _unreadable(path: Path) -> str:
     """Say who owns a config file this user may not read, and how to let it (one line)."""
+    # Lazy: only a config file this user may not read needs the user and group databases.
     import grp
     import pwd
 
@@ -197,10 +198,9 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
         if f.name not in merged:
             continue
         raw = merged[f.name]
-        label = _ENV_PREFIX + f.name.upper()
         try:
             if f.type in (bool, "bool"):
-                value: Any = _parse_bool(raw, label)
+                value: Any = _parse_bool(raw, f.name)
             elif f.type in (int, "int"):
                 value = int(raw)
             elif f.type in (float, "float"):
@@ -208,27 +208,29 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
             else:
                 value = str(raw)
         except (TypeError, ValueError):
-            raise ConfigError(f"{label}: {raw!r} is not a number") from None
+            raise ConfigError(f"{raw!r} is not a number", field=f.name) from None
         if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
-            raise ConfigError(f"{label}: must be greater than 0, got {raw!r}")
+            raise ConfigError(f"must be greater than 0, got {raw!r}", field=f.name)
         if isinstance(value, str) and not _encodable(value):
             # Bytes that are not UTF-8 (in the environment or argv) arrive as lone surrogates:
             # no file name, database URL or header can carry them.
-            raise ConfigError(f"{label}: not valid UTF-8 text")
+            raise ConfigError("not valid UTF-8 text", field=f.name)
         values[f.name] = value
     settings = Settings(**values)
     settings.retry_policy  # noqa: B018 - validates the backoff table once, up front
     # Checked here, once, so a bad secret or SMTP URL stops every command with exit 1 before
     # a tick leases rows it then could not deliver.
-    # (Imported here, when set: hashlib and urllib cost a tick with nothing due measurably.)
-    if settings.webhook_secret is not None:
-        from duequeue.channels.signing import parse_secrets
+    try:
+        if settings.webhook_secret is not None:
+            from duequeue.channels.signing import parse_secrets  # lazy: only when set
 
-        parse_secrets(settings.webhook_secret)
-    if settings.smtp_url is not None:
-        from duequeue.channels.smtpurl import parse_smtp_url
+            parse_secrets(settings.webhook_secret)
+        if settings.smtp_url is not None:
+            from duequeue.channels.smtpurl import parse_smtp_url  # lazy: only when set
 
-        parse_smtp_url(settings.smtp_url, env)
+            parse_smtp_url(settings.smtp_url, env)
+    except ConfigError as exc:
+        raise _by_setting(exc) from None
     if settings.email_from is not None:
         _check_email_from(settings.email_from)
     if settings.tz != "UTC":  # UTC needs no tz database: the usual tick loads none
@@ -238,7 +240,7 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
 
 def _check_email_from(value: str) -> None:
     """Accept `addr@domain` or `Name <addr@domain>`, as the From header and envelope take it."""
-    from duequeue.validate import is_email_address
+    from duequeue.validate import is_email_address  # lazy: only when set
 
     name, bracket, rest = value.partition("<")
     address = rest.removesuffix(">") if bracket else value
@@ -246,21 +248,37 @@ def _check_email_from(value: str) -> None:
     well_formed = not bracket or (rest.endswith(">") and ">" not in name)
     if not (well_formed and value.isprintable() and is_email_address(address.strip())):
         raise ConfigError(
-            f"DUEQUEUE_EMAIL_FROM: {value!r} is not an email address "
-            "(give reminders@example.com or 'Reminders <reminders@example.com>')"
+            f"{value!r} is not an email address "
+            "(give reminders@example.com or 'Reminders <reminders@example.com>')",
+            field="email_from",
         )
 
 
 def _check_zone(name: str) -> None:
+    # Lazy: zones loads zoneinfo, which cron's tick in the default zone (UTC) never needs.
     from duequeue.schedule import zones
 
     try:
         zones.zone(name)
     except (KeyError, ValueError, OSError):
         raise ConfigError(
-            f"DUEQUEUE_TZ: unknown time zone {name!r}: give an IANA name such as "
-            f"Europe/Berlin (tz data {zones.in_use().describe()})"
+            f"unknown time zone {name!r}: give an IANA name such as "
+            f"Europe/Berlin (tz data {zones.in_use().describe()})",
+            field="tz",
         ) from None
+
+
+def env_name(setting: str) -> str:
+    """Return the environment variable of a setting: `smtp_url` -> DUEQUEUE_SMTP_URL."""
+    return _ENV_PREFIX + setting.upper()
+
+
+def _by_setting(exc: ConfigError) -> ConfigError:
+    """Return a channel's `DUEQUEUE_NAME: detail` error as one about the setting `name`."""
+    name, sep, detail = exc.detail.partition(": ")
+    if not (sep and name.startswith(_ENV_PREFIX)):
+        return exc
+    return ConfigError(detail, field=name.removeprefix(_ENV_PREFIX).lower())
 
 
 def _encodable(text: str) -> bool:
@@ -275,13 +293,13 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
 
-def _parse_bool(raw: Any, label: str) -> bool:
+def _parse_bool(raw: Any, field: str) -> bool:
     if isinstance(raw, bool):
         return raw
     text = str(raw).strip().lower()
     if text in _TRUE | _FALSE:
         return text in _TRUE
-    raise ConfigError(f"{label}: {raw!r} is not a yes/no value (use 1/0, true/false, yes/no)")
+    raise ConfigError(f"{raw!r} is not a yes/no value (use 1/0, true/false, yes/no)", field=field)
 
 
 def masked(settings: Settings) -> dict[str, Any]:
@@ -292,7 +310,7 @@ def masked(settings: Settings) -> dict[str, Any]:
         if f.name == "webhook_secret" and value:
             value = "whsec_****"
         elif f.name in ("smtp_url", "db") and value:
-            from duequeue import redact
+            from duequeue import redact  # lazy: only shown settings need it
 
             value = redact.url(value)  # a postgresql:// URL may carry a password too
         out[f.name] = value

@@ -4,7 +4,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from duequeue.channels import notify, smtpprobe
+from duequeue.channels.signing import padding_missing, parse_secrets
+from duequeue.config import env_name
 from duequeue.errors import ConfigError, DuequeueError
+from duequeue.schedule import zones
+from duequeue.store import safe_url
 from duequeue.store.base import HealthCheck
 
 Check = HealthCheck
@@ -19,7 +24,9 @@ def run(load: Callable[[], Any], open_store: Callable[[str], Any]) -> list[Check
     try:
         settings = load()
     except ConfigError as exc:
-        name = _setting_name(str(exc))
+        name = _check_name(exc.field)
+        # Named as an operator sets it: DUEQUEUE_TZ, whether it came from there or the file.
+        detail = str(exc) if exc.field is None else f"{env_name(exc.field)}: {exc.detail}"
         fix = (
             "correct it in the flags, the DUEQUEUE_* environment or the config file "
             "(`duequeue config` shows the effective settings once they are valid)"
@@ -28,8 +35,8 @@ def run(load: Callable[[], Any], open_store: Callable[[str], Any]) -> list[Check
             # The zone is the finding (the message names the tz data in use): a typo, or a
             # zone newer than that data.
             fix = f"set DUEQUEUE_TZ to an IANA zone name; if it is one, {_NEWER_TZDATA}"
-            return [Check(name, False, str(exc), fix)]
-        return [Check(name, False, str(exc), fix), *zone_checks("UTC")]
+            return [Check(name, False, detail, fix)]
+        return [Check(name, False, detail, fix), *zone_checks("UTC")]
     checks.append(Check("settings", True, "flags, environment and config file are valid"))
     checks.extend(database_checks(settings.db, open_store))
     checks.extend(smtp_checks(settings))
@@ -40,16 +47,17 @@ def run(load: Callable[[], Any], open_store: Callable[[str], Any]) -> list[Check
     return checks
 
 
-def _setting_name(message: str) -> str:
-    if message.startswith("DUEQUEUE_WEBHOOK_SECRET"):
-        return "webhook secret"
-    if message.startswith("DUEQUEUE_SMTP"):
-        return "smtp"
-    if message.startswith("DUEQUEUE_EMAIL_FROM"):
-        return "email from"
-    if message.startswith("DUEQUEUE_TZ"):
-        return "zone data"
-    return "settings"
+# The check a bad setting is reported under; any other setting is "settings".
+_CHECK_OF_SETTING = {
+    "webhook_secret": "webhook secret",
+    "smtp_url": "smtp",
+    "email_from": "email from",
+    "tz": "zone data",
+}
+
+
+def _check_name(field: str | None) -> str:
+    return _CHECK_OF_SETTING.get(field or "", "settings")
 
 
 def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
@@ -69,8 +77,6 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
         return [
             Check("database", False, str(exc), "point --db / DUEQUEUE_DB at duequeue's database")
         ]
-    from duequeue.store import safe_url
-
     shown = safe_url(db)  # a postgresql:// URL may carry a password
     try:
         return [Check("database", True, f"{shown} opens"), *store.health()]
@@ -106,8 +112,6 @@ def smtp_checks(settings: Any) -> list[Check]:
                 "DUEQUEUE_SMTP_URL not set: email targets fail until it is (webhooks unaffected)",
             )
         ]
-    from duequeue.channels import smtpprobe
-
     checks = []
     try:
         checks.append(
@@ -179,8 +183,6 @@ def notify_checks(settings: Any, open_store: Callable[[str], Any]) -> list[Check
         store.close()
     if not urls:
         return []
-    from duequeue.channels import notify
-
     try:
         notify.apprise_module()
     except notify.MissingExtraError as exc:
@@ -217,8 +219,6 @@ def secret_check(secret: str | None) -> Check:
     """Check the webhook secret's format and key length."""
     if secret is None:
         return Check("webhook secret", True, "not set: webhooks are sent unsigned")
-    from duequeue.channels.signing import padding_missing, parse_secrets
-
     try:
         keys = parse_secrets(secret)
     except ConfigError as exc:  # pragma: no cover - settings validation rejects it first
@@ -241,8 +241,6 @@ def secret_check(secret: str | None) -> Check:
 
 def zone_checks(default_tz: str) -> list[Check]:
     """Check that the IANA zone data loads, the default zone included, and say which it is."""
-    from duequeue.schedule import zones
-
     missing = []
     for name in dict.fromkeys((*_ZONES, default_tz)):
         try:

@@ -1,10 +1,54 @@
-"""The exceptions duequeue raises; the CLI maps each to an exit code."""
+"""The exceptions duequeue raises; the CLI maps each to an exit code.
+
+An error about an input names the input as the Python API spells it, in `field` (`at`,
+`webhooks[1]`, `id`; a setting by its name, `smtp_url`): `str(exc)` is `"field: detail"`. Front
+ends name the field their own way: the CLI says `--webhook` or `DUEQUEUE_SMTP_URL`, in one
+place (cli/report.py). An error of one line of `import` also carries that line's number.
+"""
+
+from typing import Self
 
 
 class DuequeueError(Exception):
     """Base class of every error duequeue reports to the user."""
 
     exit_code = 1
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        field: str | tuple[str, ...] | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        # Several fields when the fault is their combination (`rrule/cron`: not both).
+        self.fields: tuple[str, ...] = (field,) if isinstance(field, str) else (field or ())
+        self.line = line
+
+    @property
+    def field(self) -> str | None:
+        """Return the input at fault (the first, when several are), or None."""
+        return self.fields[0] if self.fields else None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line is not None else ""
+        named = f"{'/'.join(self.fields)}: " if self.fields else ""
+        return f"{where}{named}{self.detail}"
+
+    def with_field(self, field: str | tuple[str, ...]) -> Self:
+        """Return this error about `field` (a validator's error, named by its caller)."""
+        return self._copy(field, self.line)
+
+    def at_line(self, line: int) -> Self:
+        """Return this error on line `line` of an import."""
+        return self._copy(self.fields, line)
+
+    def _copy(self, field: str | tuple[str, ...], line: int | None) -> Self:
+        copy = type(self)(self.detail, field=field, line=line)
+        copy.__cause__ = self.__cause__
+        return copy
 
 
 class BadInputError(DuequeueError):

@@ -1,38 +1,40 @@
-"""Read JSON Lines for `import`: one reminder per line, validated exactly as `add` validates."""
+"""Read JSON Lines for `import`: one reminder per line, with Queue.add's fields, validated
+exactly as `add` validates."""
 
 import contextlib
 import gc
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from duequeue import validate
+from duequeue.compose import AddRequest, build_reminder
 from duequeue.errors import BadInputError
-from duequeue.service import AddRequest, build_reminder
 from duequeue.spool import Spool
 from duequeue.store.base import NewReminder
 
+# The fields of a line: Queue.add's keyword arguments, spelled the same.
 FIELDS = (
     "at",
     "tz",
     "rrule",
     "cron",
-    "email",
-    "webhook",
-    "webhook_secret",
+    "emails",
+    "webhooks",
     "notify",
+    "targets",
+    "webhook_secret",
     "subject",
     "body",
     "data",
     "key",
     "misfire_grace",
 )
-_KNOWN = frozenset(FIELDS)
+# Names lines had before they matched Queue.add's; still read, with a note.
+OLD_NAMES = {"email": "emails", "webhook": "webhooks"}
+_KNOWN = frozenset(FIELDS) | frozenset(OLD_NAMES)
 _TEXT_FIELDS = ("at", "tz", "rrule", "cron", "subject", "body", "key", "misfire_grace")
-_FLAG = re.compile(r"--([a-z]+(?:-[a-z]+)*)")
 # One decoder for every line: json.loads with an option builds a new one per call (+3 us a line).
 _DECODER = json.JSONDecoder(parse_constant=validate.reject_constant)
 
@@ -54,81 +56,112 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+class Parsed(NamedTuple):
+    """An import's validated reminders, spooled, and what the user should know about its lines."""
+
+    spool: Spool
+    notes: list[str]
+
+
 def parse_lines(
-    lines: Iterable[bytes],
+    lines: Iterable[bytes | str],
     default_tz: str,
     now: datetime,
     progress: Callable[[int], None] | None = None,
     *,
     block_private: bool = False,
-) -> Spool:
+) -> Parsed:
     """Validate every line into a reminder; raise on the first bad one, naming its line number.
 
     The reminders go to a Spool (a temporary file) as they are made, so memory does not grow
     with the input; the caller closes it. Blank lines are skipped but counted, so N is the line
-    number an editor shows. `progress` is called with the bytes of each line read.
+    number an editor shows. `progress` is called with the size of each line read.
     """
     spool = Spool()
+    old: set[str] = set()
     try:
         for number, raw in enumerate(lines, 1):
             if progress is not None:
                 progress(len(raw))
             if raw.strip():
-                spool.add(_line(raw, number, default_tz, now, block_private))
+                spool.add(_line(raw, number, default_tz, now, block_private, old))
     except BaseException:
         spool.close()
         raise
-    return spool
+    notes = [
+        f"note: field {name!r} is read as {OLD_NAMES[name]!r}, its name in Queue.add; "
+        "rename it, the old name may go"
+        for name in sorted(old)
+    ]
+    return Parsed(spool, notes)
 
 
 def _line(
-    raw: bytes, number: int, default_tz: str, now: datetime, block_private: bool
+    raw: bytes | str,
+    number: int,
+    default_tz: str,
+    now: datetime,
+    block_private: bool,
+    old: set[str],
 ) -> NewReminder:
     try:
         # Decoding first spares json its encoding sniffing, and says what is wrong plainly.
-        obj = _DECODER.decode(raw.decode("utf-8"))
+        text = raw if isinstance(raw, str) else raw.decode("utf-8")
+        obj = _DECODER.decode(text)
     except UnicodeDecodeError:
-        raise BadInputError(f"line {number}: not UTF-8 text") from None
+        raise BadInputError("not UTF-8 text", line=number) from None
     except RecursionError:
-        raise BadInputError(f"line {number}: nested too deeply") from None
+        raise BadInputError("nested too deeply", line=number) from None
     except ValueError as exc:
-        raise BadInputError(f"line {number}: not valid JSON ({exc})") from None
+        raise BadInputError(f"not valid JSON ({exc})", line=number) from None
     if not isinstance(obj, dict):
-        raise BadInputError(f"line {number}: expected a JSON object, one reminder per line")
+        raise BadInputError("expected a JSON object, one reminder per line", line=number)
     unknown = sorted(set(obj) - _KNOWN)
     if unknown:
         raise BadInputError(
-            f"line {number}: unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}"
+            f"unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}", line=number
         )
+    renamed = {}
+    for name, new in OLD_NAMES.items():
+        if name in obj:
+            if new in obj:
+                raise BadInputError(f"give {new!r} or {name!r}, not both", line=number)
+            old.add(name)
+            renamed[new] = name
+            obj[new] = obj.pop(name)
     try:
         for name in _TEXT_FIELDS:
             value = obj.get(name)
             if value is not None and not isinstance(value, str):
-                raise BadInputError(f"{name}: expected a string, got {json.dumps(value)[:40]}")
+                raise BadInputError(f"expected a string, got {json.dumps(value)[:40]}", field=name)
         get = obj.get
         req = AddRequest(
             at=get("at"),
             tz=get("tz"),
             rrule=get("rrule"),
             cron=get("cron"),
-            emails=_texts(obj, "email"),
-            webhooks=_texts(obj, "webhook"),
+            emails=_texts(obj, "emails"),
+            webhooks=_texts(obj, "webhooks"),
+            notify=_texts(obj, "notify"),
+            targets=_pairs(obj),
             webhook_secrets=_texts(obj, "webhook_secret"),
-            notifies=_texts(obj, "notify"),
             subject=get("subject") or "Reminder",
             body=get("body") or "",
-            data=None,  # checked below, already parsed: no second json round trip
+            data=get("data"),  # already parsed: no second json round trip
             key=get("key"),
             misfire_grace=get("misfire_grace"),
         )
-        reminder, _ = build_reminder(req, default_tz, now, block_private=block_private)
-        if "data" in obj:
-            reminder = replace(reminder, data=validate.data_value(obj["data"]))
+        reminder = build_reminder(req, default_tz, now, block_private=block_private)
     except BadInputError as exc:
-        # add's messages name flags (--email); here the same thing is a field (email).
-        message = _FLAG.sub(lambda m: m[1].replace("-", "_"), str(exc))
-        raise BadInputError(f"line {number}: {message}") from None
+        # Named as the line named it: `email[0]` in a line that still says "email".
+        fields = tuple(_as_written(f, renamed) for f in exc.fields)
+        raise exc.with_field(fields).at_line(number) from None
     return reminder
+
+
+def _as_written(field: str, renamed: dict[str, str]) -> str:
+    name, bracket, rest = field.partition("[")
+    return renamed.get(name, name) + bracket + rest
 
 
 def _texts(obj: dict[str, Any], name: str) -> tuple[str, ...]:
@@ -139,4 +172,14 @@ def _texts(obj: dict[str, Any], name: str) -> tuple[str, ...]:
         return (value,)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise BadInputError(f"{name}: expected a string or a list of strings")
+    raise BadInputError("expected a string or a list of strings", field=name)
+
+
+def _pairs(obj: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    value = obj.get("targets")
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise BadInputError("expected a list of [channel, address] pairs", field="targets")
+    # build_reminder checks each pair and names the bad one (`targets[1]`).
+    return tuple(tuple(v) if isinstance(v, list) else v for v in value)

@@ -1,63 +1,23 @@
-"""Render `stats` as stable JSON and as a Prometheus textfile, written atomically."""
+"""`stats` as a Prometheus textfile (the node_exporter format), written atomically."""
+
+from __future__ import annotations
 
 import contextlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from duequeue.errors import BadInputError, DuequeueError
-from duequeue.store.base import Stats
-from duequeue.timefmt import iso
+
+if TYPE_CHECKING:
+    from duequeue.results import Stats
 
 
-def oldest_due_lateness_s(s: Stats, now: int) -> float | None:
-    """Return how long the oldest due row has waited for a tick, or None when nothing is due."""
-    return None if s.oldest_due_at is None else round((now - s.oldest_due_at) / 1000, 3)
-
-
-def stats_json(s: Stats, now: int) -> dict[str, Any]:
-    """Return the stable JSON object of `stats` (docs/reference.md documents every key)."""
-    return {
-        "at": iso(now),
-        "reminders": {
-            "pending": s.pending,
-            "done": s.done,
-            "dead": s.dead,
-            "cancelled": s.cancelled,
-        },
-        "due": s.due,
-        "retrying": s.retrying,
-        "leased": s.leased,
-        "dead_letters": s.dead_letters,
-        "retrying_targets": s.retrying_targets,
-        "disabled_targets": s.disabled_targets,
-        "oldest_due_lateness_s": oldest_due_lateness_s(s, now),
-        "deliveries": {
-            "last_hour": {"sent": s.sent_last_hour, "failed": s.failed_last_hour},
-            "last_day": {"sent": s.sent_last_day, "failed": s.failed_last_day},
-        },
-    }
-
-
-def stats_lines(s: Stats, now: int) -> list[str]:
-    """Return `stats` for people, one fact a line."""
-    late = oldest_due_lateness_s(s, now)
-    return [
-        f"reminders: {s.pending} pending, {s.done} done, {s.dead} dead, {s.cancelled} cancelled",
-        f"due now: {s.due} (oldest waiting {'-' if late is None else f'{late:.1f}s'}); "
-        f"retrying: {s.retrying}; leased by a tick: {s.leased}",
-        f"dead letters awaiting retry: {s.dead_letters}",
-        f"targets retrying a fire on their own: {s.retrying_targets}; "
-        f"disabled (410 Gone): {s.disabled_targets}",
-        f"deliveries, last hour: {s.sent_last_hour} sent, {s.failed_last_hour} failed; "
-        f"last day: {s.sent_last_day} sent, {s.failed_last_day} failed",
-    ]
-
-
-def prometheus_text(s: Stats, now: int) -> str:
+def prometheus_text(s: Stats) -> str:
     """Return the node_exporter textfile format of `stats`, every metric with HELP and TYPE."""
-    late = oldest_due_lateness_s(s, now) or 0.0
+    lateness = s.oldest_due_lateness
+    late = 0.0 if lateness is None else round(lateness.total_seconds(), 3)
     metrics: list[tuple[str, str, list[tuple[str, float]]]] = [
         (
             "duequeue_reminders",
@@ -109,7 +69,7 @@ def prometheus_text(s: Stats, now: int) -> str:
         (
             "duequeue_stats_timestamp_seconds",
             "When these figures were taken (unix seconds); alert when it stops moving.",
-            [("", now / 1000)],
+            [("", s.at.timestamp())],
         ),
     ]
     out = []
@@ -129,13 +89,13 @@ def write_atomically(path: Path, text: str) -> None:
     """Replace `path` with `text` so a reader (node_exporter) never sees half a file."""
     directory = path.parent
     if not directory.is_dir():
-        raise BadInputError(f"--prometheus: directory {directory} does not exist")
+        raise BadInputError(f"directory {directory} does not exist", field="prometheus")
     try:
         # Same directory, so os.replace is a rename within one filesystem; the name does not end
         # in .prom, so the textfile collector ignores it until the rename.
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
-        raise DuequeueError(f"--prometheus: cannot write in {directory}: {exc}") from exc
+        raise DuequeueError(f"cannot write in {directory}: {exc}", field="prometheus") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -146,4 +106,4 @@ def write_atomically(path: Path, text: str) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise DuequeueError(f"--prometheus: cannot write {path}: {exc}") from exc
+        raise DuequeueError(f"cannot write {path}: {exc}", field="prometheus") from exc

@@ -1,73 +1,52 @@
-"""What the operator's commands do: import, history, cancel, retry, stats and prune."""
+"""What the operator's commands do: import, history, cancel, enable, retry, stats and prune,
+between `duequeue.Queue` and the store."""
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
-from duequeue.errors import BadInputError, NotFoundError
+from duequeue.errors import NotFoundError
 from duequeue.store.base import (
     Change,
     DeadLetter,
+    DeliveryRecord,
     NewReminder,
     PendingRetry,
     PruneCounts,
     ReminderView,
     Stats,
     Store,
-    Target,
 )
 from duequeue.timefmt import to_ms
 
 
-@dataclass(frozen=True, slots=True)
-class ImportResult:
-    """What `import` did with a file."""
-
-    lines: int  # reminders read (blank lines not counted)
-    imported: int
-    skipped: int  # reminders whose key already existed
-
-
-def import_reminders(store: Store, reminders: Iterable[NewReminder], now: datetime) -> ImportResult:
-    """Store validated reminders in one transaction; existing keys are skipped and counted."""
-    imported, skipped = store.add_many(reminders, to_ms(now))
-    return ImportResult(imported + skipped, imported, skipped)
+def import_reminders(
+    store: Store, reminders: Iterable[NewReminder], now: datetime
+) -> tuple[int, int]:
+    """Store validated reminders in one transaction; return (imported, skipped): a reminder
+    whose key exists already is skipped."""
+    return store.add_many(reminders, to_ms(now))
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One ledger row of `history`, with its target spelled out."""
-
-    at: int
-    fire_at: int
-    target: Target | None  # None only if the target row is gone
-    outcome: str
-    error: str | None
-    attempt: int
-
-
-@dataclass(frozen=True, slots=True)
-class History:
-    """A reminder, every delivery attempt of it, and its dead letters."""
+class Ledger(NamedTuple):
+    """A reminder with everything the ledger holds of it, as the store keeps them."""
 
     reminder: ReminderView
-    attempts: list[Attempt]
+    deliveries: list[DeliveryRecord]
     dead_letters: list[DeadLetter]
     retries: list[PendingRetry]  # failed targets of a partial success still retrying
 
 
-def history(store: Store, reminder_id: int) -> History:
+def history(store: Store, reminder_id: int) -> Ledger:
     """Return a reminder's delivery history; raise NotFoundError for an unknown id."""
     view = store.get(reminder_id)
     if view is None:
-        raise NotFoundError(f"ID: no reminder with id {reminder_id}")
-    targets = {t.id: t for t in view.targets}
-    attempts = [
-        Attempt(d.at, d.fire_at, targets.get(d.target_id), d.outcome, d.error, d.attempt)
-        for d in store.deliveries(reminder_id)
-    ]
-    return History(
-        view, attempts, store.dead_letters(reminder_id), store.pending_retries(reminder_id)
+        raise NotFoundError(f"no reminder with id {reminder_id}", field="id")
+    return Ledger(
+        view,
+        store.deliveries(reminder_id),
+        store.dead_letters(reminder_id),
+        store.pending_retries(reminder_id),
     )
 
 
@@ -84,23 +63,19 @@ def enable(store: Store, ids: Sequence[int], now: datetime) -> list[Change]:
 def _by_ids(
     change: Callable[[Sequence[int], int], list[Change]], ids: Sequence[int], now: datetime
 ) -> list[Change]:
-    """Apply a store change to reminders named by id; an unknown id is the ID argument's fault."""
-    if not ids:
-        raise BadInputError("ID: give at least one reminder id")
+    """Apply a store change to reminders named by id; an unknown id is the `ids` field's fault."""
     try:
         return change(ids, to_ms(now))
     except NotFoundError as exc:
-        raise NotFoundError(f"ID: {exc}") from exc
+        raise exc.with_field("ids") from exc
 
 
 def retry(store: Store, ids: Sequence[int], all_dead: bool, now: datetime) -> list[Change]:
-    """Re-arm the dead fires of the given reminders, or of every one with --all-dead."""
-    if bool(ids) == all_dead:
-        raise BadInputError("retry: give reminder ids or --all-dead, not both or neither")
+    """Re-arm the dead fires of the given reminders, or of every one with `all_dead`."""
     try:
         return store.retry_dead(None if all_dead else ids, to_ms(now))
     except NotFoundError as exc:
-        raise NotFoundError(f"ID: {exc}") from exc
+        raise exc.with_field("ids") from exc
 
 
 def stats(store: Store, now: datetime) -> Stats:

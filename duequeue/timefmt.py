@@ -45,8 +45,9 @@ def parse_duration(text: str, field: str = "duration") -> timedelta:
     duration = positive_duration(text)
     if duration is None:
         raise BadInputError(
-            f"{field}: invalid duration {text!r}: expected a positive whole number and a unit "
-            "s, m, h, d or w, such as 15m"
+            f"invalid duration {text!r}: expected a positive whole number and a unit "
+            "s, m, h, d or w, such as 15m",
+            field=field,
         )
     return duration
 

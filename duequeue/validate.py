@@ -1,19 +1,22 @@
 """Validate what a user gives `add`: addresses, URLs, JSON data and the documented size limits.
 
-Every check raises BadInputError with one line naming the flag, so the CLI exits 2 having written
-nothing.
+Every check raises BadInputError with one line; a check of one value of a field is named by the
+field's name (`subject`, `data`), a check of an address by its caller, who knows which target it
+is (`webhooks[1]`). Nothing is written before these pass.
 """
 
 import functools
+import ipaddress
+import json
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-from duequeue.errors import BadInputError
+import idna
 
-if TYPE_CHECKING:
-    from json import JSONEncoder
+from duequeue.channels.signing import parse_secrets
+from duequeue.errors import BadInputError, ConfigError
 
 MAX_SUBJECT = 255
 MAX_BODY = 65_536
@@ -38,18 +41,18 @@ MAX_HOST = 253
 
 
 def utf8(fields: Iterable[tuple[str, str | None]]) -> None:
-    """Raise unless every (flag, value) is encodable text.
+    """Raise unless every (field, value) is encodable text.
 
     Arguments that are not valid UTF-8 reach Python as lone surrogates; they could be neither
-    stored nor sent, so they are refused up front with the flag's name.
+    stored nor sent, so they are refused up front with the field's name.
     """
-    for flag, value in fields:
+    for field, value in fields:
         if value is None:
             continue
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            raise BadInputError(f"{flag}: not valid UTF-8 text") from None
+            raise BadInputError("not valid UTF-8 text", field=field) from None
 
 
 def is_email_address(address: str) -> bool:
@@ -60,7 +63,7 @@ def is_email_address(address: str) -> bool:
 def email_address(address: str) -> str:
     """Return a valid email address or raise."""
     if not is_email_address(address):
-        raise BadInputError(f"--email: {address!r} is not a valid email address")
+        raise BadInputError(f"{address!r} is not a valid email address")
     return address
 
 
@@ -76,33 +79,31 @@ def webhook_url(url: str) -> str:
     a token the receiver checks.
     """
     if len(url) > MAX_URL:
-        raise BadInputError(f"--webhook: URL longer than {MAX_URL} characters")
+        raise BadInputError(f"URL longer than {MAX_URL} characters")
     if _CONTROL.search(url) or " " in url:
-        raise BadInputError(f"--webhook: {url!r} contains spaces or control characters")
+        raise BadInputError(f"{url!r} contains spaces or control characters")
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise BadInputError(f"--webhook: {url!r} is not a valid URL ({exc})") from None
+        raise BadInputError(f"{url!r} is not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https"):
-        raise BadInputError(f"--webhook: {url!r} must start with http:// or https://")
+        raise BadInputError(f"{url!r} must start with http:// or https://")
     if not parts.hostname:
-        raise BadInputError(f"--webhook: {url!r} has no host")
+        raise BadInputError(f"{url!r} has no host")
     if parts.username is not None or parts.password is not None:
         raise BadInputError(
-            "--webhook: credentials in the URL are not supported (they would be stored and "
+            "credentials in the URL are not supported (they would be stored and "
             "shown in clear); use DUEQUEUE_WEBHOOK_SECRET or a token the receiver checks"
         )
     if port == 0:
-        raise BadInputError(f"--webhook: {url!r} has port 0")
+        raise BadInputError(f"{url!r} has port 0")
     _host(parts.hostname, url)
     return url
 
 
 def _host(host: str, url: str) -> None:
     """Raise unless `host` is an IP address or a DNS name (IDNA names in Unicode are fine)."""
-    import ipaddress  # here, not at the top: `tick` imports this module and never needs it
-
     try:
         ipaddress.ip_address(host)
         return
@@ -110,57 +111,53 @@ def _host(host: str, url: str) -> None:
         pass
     ascii_host = host
     if not host.isascii() or "xn--" in host.lower():
-        import idna  # only for international names; httpx encodes and checks them the same way
-
         try:
             ascii_host = idna.encode(host, uts46=True).decode("ascii")
             idna.decode(ascii_host)
         except (idna.IDNAError, UnicodeError):
-            raise BadInputError(f"--webhook: {url!r} has an invalid international host") from None
+            raise BadInputError(f"{url!r} has an invalid international host") from None
     labels = ascii_host.rstrip(".").split(".")
     if len(ascii_host) > MAX_HOST or not all(_LABEL.match(label) for label in labels):
-        raise BadInputError(f"--webhook: {url!r} has an invalid host name")
+        raise BadInputError(f"{url!r} has an invalid host name")
 
 
 def subject(text: str) -> str:
     """Return a valid subject (one line: it becomes an email header) or raise."""
     if len(text) > MAX_SUBJECT:
-        raise BadInputError(f"--subject: longer than {MAX_SUBJECT} characters")
+        raise BadInputError(f"longer than {MAX_SUBJECT} characters", field="subject")
     if _CONTROL.search(text):
-        raise BadInputError("--subject: must be one line without control characters")
+        raise BadInputError("must be one line without control characters", field="subject")
     return text
 
 
 def body(text: str) -> str:
     """Return a valid body or raise."""
     if len(text.encode("utf-8")) > MAX_BODY:
-        raise BadInputError(f"--body: larger than {MAX_BODY} bytes")
+        raise BadInputError(f"larger than {MAX_BODY} bytes", field="body")
     if _BODY_CONTROL.search(text):
-        raise BadInputError("--body: control characters other than tab and line breaks")
+        raise BadInputError("control characters other than tab and line breaks", field="body")
     return text
 
 
-def data(text: str | None) -> str | None:
+def data(text: str | None, field: str = "data") -> str | None:
     """Return the JSON text in canonical compact form, or raise."""
     if text is None:
         return None
-    import json  # here, not at the top: `tick` imports this module and never needs json
-
     if len(text) > 4 * MAX_DATA:  # whitespace aside, far past the limit: do not parse it
-        raise BadInputError(f"--data: larger than {MAX_DATA} bytes")
+        raise BadInputError(f"larger than {MAX_DATA} bytes", field=field)
     try:
         value = json.loads(text, parse_constant=reject_constant)
     except RecursionError:
-        raise BadInputError(_TOO_DEEP) from None
+        raise BadInputError(_TOO_DEEP, field=field) from None
     except ValueError as exc:
-        raise BadInputError(f"--data: not valid JSON ({exc})") from None
-    return data_value(value)
+        raise BadInputError(f"not valid JSON ({exc})", field=field) from None
+    return data_value(value, field)
 
 
-_TOO_DEEP = f"--data: nested too deeply (at most {MAX_DATA_DEPTH} levels of arrays and objects)"
+_TOO_DEEP = f"nested too deeply (at most {MAX_DATA_DEPTH} levels of arrays and objects)"
 
 
-def data_value(value: Any) -> str:
+def data_value(value: Any, field: str = "data") -> str:
     """Return an already parsed JSON value in canonical compact form, or raise.
 
     Refused here, not at delivery, is whatever every send would fail on: a number beyond a
@@ -168,29 +165,29 @@ def data_value(value: Any) -> str:
     `\\ud800` escape (not Unicode text, so it cannot be encoded), and nesting too deep to parse.
     """
     if _too_deep(value):
-        raise BadInputError(_TOO_DEEP)
+        raise BadInputError(_TOO_DEEP, field=field)
     try:
         compact = _encoder().encode(value)
     except ValueError:
         # Only infinity gets here (NaN was refused while parsing): a number beyond a double.
-        raise BadInputError("--data: a number is too large (beyond about 1.8e308)") from None
+        raise BadInputError("a number is too large (beyond about 1.8e308)", field=field) from None
+    except TypeError as exc:  # a Python value JSON has no form for (a set, a datetime)
+        raise BadInputError(f"not a JSON value ({exc})", field=field) from None
     try:
         encoded = compact.encode("utf-8")
     except UnicodeEncodeError:
         raise BadInputError(
-            "--data: a string holds a lone surrogate (such as \\ud800), which is not text"
+            "a string holds a lone surrogate (such as \\ud800), which is not text", field=field
         ) from None
     if len(encoded) > MAX_DATA:
-        raise BadInputError(f"--data: larger than {MAX_DATA} bytes")
+        raise BadInputError(f"larger than {MAX_DATA} bytes", field=field)
     return compact
 
 
 @functools.cache
-def _encoder() -> "JSONEncoder":
+def _encoder() -> json.JSONEncoder:
     # Built once: json.dumps with options builds a new encoder per call, and `import` calls this
-    # once a line. Built lazily: `tick` imports this module and never needs json.
-    import json
-
+    # once a line.
     return json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
@@ -224,18 +221,20 @@ def key(text: str | None) -> str | None:
     if text is None:
         return None
     if not text or len(text) > MAX_KEY or _CONTROL.search(text):
-        raise BadInputError(f"--key: 1 to {MAX_KEY} characters without control characters")
+        raise BadInputError(f"1 to {MAX_KEY} characters without control characters", field="key")
     return text
+
+
+# The inputs a reminder's targets come from, named together when their count is wrong.
+TARGET_FIELDS = ("emails", "webhooks", "notify", "targets")
 
 
 def target_count(n: int) -> None:
     """Raise unless 1 to MAX_TARGETS targets were given."""
     if n == 0:
-        raise BadInputError("--email/--webhook/--notify: give at least one target")
+        raise BadInputError("give at least one target", field=TARGET_FIELDS)
     if n > MAX_TARGETS:
-        raise BadInputError(
-            f"--email/--webhook/--notify: at most {MAX_TARGETS} targets per reminder"
-        )
+        raise BadInputError(f"at most {MAX_TARGETS} targets per reminder", field=TARGET_FIELDS)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -245,44 +244,46 @@ def notify_url(url: str) -> str:
     Cached as webhook_url is: an import names a handful of services many times.
     """
     if len(url) > MAX_URL:
-        raise BadInputError(f"--notify: URL longer than {MAX_URL} characters")
+        raise BadInputError(f"URL longer than {MAX_URL} characters")
     if _CONTROL.search(url) or " " in url:
         # Not quoted: the URL holds tokens.
-        raise BadInputError("--notify: the URL contains spaces or control characters")
+        raise BadInputError("the URL contains spaces or control characters")
+    # Lazy: only a notify target needs the notify channel (asyncio, threading, the Apprise
+    # extra).
     from duequeue.channels import notify
 
     try:
         problem = notify.problem(url)
     except notify.MissingExtraError as exc:
-        raise BadInputError(f"--notify: {exc}") from None
+        raise BadInputError(str(exc)) from None
     if problem is not None:
         scheme = url.split("://", 1)[0] if "://" in url else url[:20]
-        raise BadInputError(f"--notify: {scheme}://...: {problem}")
+        raise BadInputError(f"{scheme}://...: {problem}")
     return url
 
 
 def webhook_secrets(secrets: tuple[str, ...], webhooks: int) -> tuple[str | None, ...]:
     """Return each webhook's own secret (None: DUEQUEUE_WEBHOOK_SECRET), or raise.
 
-    One --webhook-secret signs every --webhook of the reminder; as many as there are webhooks
-    pair up in order. A value may hold several secrets, space-separated: rotation.
+    One secret signs every webhook of the reminder; as many as there are webhooks pair up in
+    order. A value may hold several secrets, space-separated: rotation.
     """
     if not secrets:
         return (None,) * webhooks
     if webhooks == 0:
-        raise BadInputError("--webhook-secret: given without a --webhook")
+        raise BadInputError("given without a webhook", field="webhook_secret")
     if len(secrets) not in (1, webhooks):
         raise BadInputError(
-            f"--webhook-secret: {len(secrets)} given for {webhooks} webhooks; give one for "
-            "all, or one per --webhook in the same order"
+            f"{len(secrets)} given for {webhooks} webhooks; give one for all, or one per "
+            "webhook in the same order",
+            field="webhook_secret",
         )
-    from duequeue.channels.signing import parse_secrets
-    from duequeue.errors import ConfigError
-
-    for secret in secrets:
+    for i, secret in enumerate(secrets):
+        field = "webhook_secret" if len(secrets) == 1 else f"webhook_secret[{i}]"
+        utf8([(field, secret)])
         try:
-            parse_secrets(secret, "--webhook-secret")
+            parse_secrets(secret, field)
         except ConfigError as exc:
-            raise BadInputError(str(exc)) from None
+            raise BadInputError(str(exc).removeprefix(f"{field}: "), field=field) from None
     normal = tuple(" ".join(p for p in s.split(" ") if p) for s in secrets)
     return normal * webhooks if len(normal) == 1 else normal

@@ -10,7 +10,6 @@ import signal
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import NamedTuple
 
 from duequeue.errors import DuequeueError
 
@@ -19,27 +18,21 @@ class _Stop(Exception):
     """Raised by the signal handler between ticks to end the wait."""
 
 
-class Ticked(NamedTuple):
-    """What one tick tells the loop: its log line, and the stop signal it caught, if any."""
-
-    line: str
-    stopped_by: str | None = None
-
-
 class Worker:
-    """The loop of `duequeue worker`."""
+    """The loop of `duequeue worker`: `tick` runs one tick and returns the stop signal it caught
+    itself (None if none); a DuequeueError it raises goes to `on_error` and the loop goes on."""
 
     def __init__(
         self,
         every_s: float,
-        tick: Callable[[], Ticked],
-        log: Callable[[str], None],
+        tick: Callable[[], str | None],
+        on_error: Callable[[DuequeueError], None],
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.every_s = every_s
         self._tick = tick
-        self._log = log
+        self._on_error = on_error
         self._monotonic = monotonic
         self._sleep = sleep
         self._ticking = False
@@ -60,20 +53,17 @@ class Worker:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
-        self._log(f"worker: stopped by {'a signal' if self.stopping else 'request'}")
 
     def _loop(self) -> None:
         next_at = self._monotonic()
         while not self.stopping:
             self._ticking = True
             try:
-                ticked = self._tick()
-                self._log(ticked.line)
-                if ticked.stopped_by is not None:
+                if self._tick() is not None:
                     self.stopping = True
             except DuequeueError as exc:
                 # A locked or unreadable database now may be fine next time; keep the loop up.
-                self._log(f"tick failed: {exc}")
+                self._on_error(exc)
             finally:
                 self._ticking = False
             if self.stopping:

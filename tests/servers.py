@@ -411,9 +411,11 @@ class HttpSink:
     Unscripted paths get `200 ok`. `respond(path, *replies)` scripts a path: the replies are used
     in order and the last one repeats. Paths are matched exactly, query string included.
     `requests` / `requests_for(path)` return snapshots; `client_port` tells connections apart.
+    With `tls` (a server context) it speaks HTTPS, and `url` says so.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self.tls = tls
         self._lock = threading.Condition()
         self._requests: list[RecordedRequest] = []
         self._replies: dict[str, list[Reply]] = {}
@@ -426,7 +428,7 @@ class HttpSink:
 
     def url(self, path: str = "/") -> str:
         """Return the absolute URL of `path` on this sink."""
-        return f"http://{LOOPBACK}:{self.port}{path}"
+        return f"{'https' if self.tls else 'http'}://{LOOPBACK}:{self.port}{path}"
 
     def respond(self, path: str, *replies: Reply) -> None:
         """Script the answers for `path`: in order, the last one repeating."""
@@ -463,6 +465,8 @@ class HttpSink:
             return self
         self._released.clear()
         server = _HttpServer(self)
+        if self.tls is not None:
+            server.socket = self.tls.wrap_socket(server.socket, server_side=True)
         self.port = server.server_address[1]
         self._server = server
         self._thread = threading.Thread(

@@ -3,6 +3,7 @@
 import asyncio
 import functools
 import json
+import os
 import ssl
 import time
 import urllib.parse
@@ -11,13 +12,13 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
-from duequeue import __version__
 from duequeue.channels.aiohttp_poster import AiohttpPoster, PostFailed
 from duequeue.channels.base import SENT, TRANSIENT_4XX, Message, Outcome
 from duequeue.channels.netguard import Guard
 from duequeue.channels.signing import Signer, parse_secrets
 from duequeue.errors import ConfigError
 from duequeue.timefmt import iso, to_ms
+from duequeue.version import __version__
 
 if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
@@ -67,7 +68,6 @@ class WebhookChannel:
     Use as `async with WebhookChannel(...) as channel:`; `send` may run concurrently from many
     tasks. At most `max_connections` requests are in flight; a send waiting for a free slot does
     not spend its `timeout`, which covers one attempt from connect to the last byte read.
-    `transport` (an httpx transport) replaces the default aiohttp pool, for tests.
     """
 
     def __init__(
@@ -170,11 +170,14 @@ _HEADERS = {
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     # Loading the CA bundle costs tens of milliseconds; every channel of the process shares it.
-    # httpx builds it (certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR); nothing is sent
-    # through httpx, and it is imported only for an https:// webhook.
-    import httpx
+    # Mozilla's CA bundle (certifi), or SSL_CERT_FILE / SSL_CERT_DIR when set (a private CA).
+    if cafile := os.environ.get("SSL_CERT_FILE"):
+        return ssl.create_default_context(cafile=cafile)
+    if capath := os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context(capath=capath)
+    import certifi  # lazy: only an https:// webhook needs it
 
-    return httpx.create_ssl_context()
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def _classify(status: int, head: bytes, retry_after: float | None) -> Outcome:

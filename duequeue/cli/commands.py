@@ -1,12 +1,15 @@
 """The everyday commands (add, tick, inspect, next, migrate) and the root options: parse flags,
-call one service function, render the result. Registered on the app in app.py; the clock is
-read through context.py, and a DuequeueError is left to the app to report."""
+make one `duequeue.Queue` call, render the result. Registered on the app in app.py; a
+DuequeueError is left to the app to report (cli/report.py)."""
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 import typer
 
-from duequeue.cli import context, shell
+from duequeue.cli import context, output, shell
+from duequeue.cli.table import terminal_width
+from duequeue.errors import BadInputError
 
 
 def root(
@@ -116,6 +119,14 @@ def add(
             show_default=False,
         ),
     ] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="CHANNEL:ADDRESS",
+            help="A target of any channel: email:ADDR, webhook:URL or notify:URL (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
     subject: Annotated[
         str, typer.Option(metavar="TEXT", help="One-line subject (max 255 characters).")
     ] = ("Reminder"),
@@ -160,52 +171,50 @@ def add(
     once just after the gap, a repeated one fires once (first occurrence); every-N-minutes or
     -hours rules follow real elapsed time. Check a rule first with --dry-run.
     """
-    from duequeue import service
+    q = context.queue(ctx, create=True)
+    fields: dict[str, Any] = {
+        "at": at,
+        "tz": tz,
+        "rrule": rrule,
+        "cron": cron,
+        "emails": email or (),
+        "webhooks": webhook or (),
+        "notify": notify or (),
+        "targets": [_target(i, t) for i, t in enumerate(target or ())],
+        "webhook_secret": webhook_secret or None,
+        "subject": subject,
+        "body": body,
+        "data_json": data,
+        "key": key,
+        "misfire_grace": misfire_grace,
+    }
+    with q:
+        if dry_run:
+            preview = q.preview(**fields)
+            _notes(preview.notes)
+            typer.echo(output.fires_text(preview.tz, preview.fires))
+            return
+        added = q.add(**fields)
+    _notes(added.notes)
+    typer.echo(str(added.id))
 
-    settings = context.settings(ctx)
-    req = service.AddRequest(
-        at=at,
-        tz=tz,
-        rrule=rrule,
-        cron=cron,
-        emails=tuple(email or ()),
-        webhooks=tuple(webhook or ()),
-        webhook_secrets=tuple(webhook_secret or ()),
-        notifies=tuple(notify or ()),
-        subject=subject,
-        body=body,
-        data=data,
-        key=key,
-        misfire_grace=misfire_grace,
-    )
-    now = context.now()
-    # Validated before the database is opened.
-    reminder, _ = service.build_reminder(
-        req, settings.tz, now, block_private=settings.webhook_block_private
-    )
-    notes = service.add_notes(reminder, settings, now)
-    if dry_run:
-        for note in notes:
-            typer.echo(f"duequeue: {note}", err=True)
-        assert reminder.fire_at is not None
-        fires = service.preview(
-            reminder.rule_kind, reminder.rule, reminder.tz, reminder.dtstart, reminder.fire_at, 5
+
+def _target(index: int, text: str) -> tuple[str, str]:
+    """Return a --target CHANNEL:ADDRESS as (channel, address); the address may hold colons."""
+    channel, colon, address = text.partition(":")
+    # A URL alone (https://...) has a colon too, but no channel before it.
+    if not colon or not channel or address.startswith("//"):
+        raise BadInputError(
+            "expected CHANNEL:ADDRESS, such as email:ann@example.com or "
+            f"webhook:https://hooks.example.com/r, not {text!r}",
+            field=f"targets[{index}]",
         )
-        from duequeue.cli import output
+    return channel, address
 
-        typer.echo(output.fires_text(reminder.tz, fires))
-        return
-    store = context.open_store(settings, create=True)
-    try:
-        rid, created = service.add(store, reminder, now)
-    finally:
-        store.close()
-    if not created:
-        typer.echo(f"duequeue: key {key!r} exists as reminder {rid}; nothing added", err=True)
-    else:
-        for note in notes:
-            typer.echo(f"duequeue: {note}", err=True)
-    typer.echo(str(rid))
+
+def _notes(notes: tuple[str, ...]) -> None:
+    for note in notes:
+        typer.echo(f"duequeue: {note}", err=True)
 
 
 def tick(
@@ -263,42 +272,27 @@ def inspect(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
 ) -> None:
     """List dead-lettered, due, pending or all reminders as a table or JSON."""
-    from duequeue import service
-    from duequeue.errors import BadInputError
-
     chosen = [
         name
         for name, on in (("dead", dead), ("due", due), ("pending", pending), ("all", all_))
         if on
     ]
     if len(chosen) > 1:
-        raise BadInputError("inspect: choose one of --dead, --due, --pending, --all")
+        raise BadInputError("choose one of --dead, --due, --pending, --all", field="view")
     view = chosen[0] if chosen else "dead"
-    settings = context.settings(ctx)
-    store = context.open_store(settings)
-    try:
-        views = service.inspect(
-            store,
+    with context.queue(ctx) as q:
+        found = q.inspect(
             view,  # type: ignore[arg-type]
-            context.now(),
-            limit,
+            limit=limit,
             subject_like=subject_like,
             target_like=target_like,
         )
-    finally:
-        store.close()
-    from duequeue.cli import output
-
     if as_json:
-        import json
-
-        typer.echo(json.dumps([output.reminder_json(v) for v in views], indent=2))
-    elif not views:
+        typer.echo(json.dumps([output.reminder_json(r) for r in found], indent=2))
+    elif not found:
         typer.echo("no reminders" if view == "all" else f"no {view} reminders")
     else:
-        from duequeue.cli.table import terminal_width
-
-        typer.echo(output.reminder_table(views, terminal_width()))
+        typer.echo(output.reminder_table(found, terminal_width()))
 
 
 def next_(
@@ -310,33 +304,24 @@ def next_(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object.")] = False,
 ) -> None:
     """Print a reminder's next fire times, in its zone and in UTC."""
-    import json
-
-    from duequeue import service
-    from duequeue.cli import output
-
-    settings = context.settings(ctx)
-    store = context.open_store(settings)
-    try:
-        view, fires = service.next_fires(store, reminder_id, count)
-    finally:
-        store.close()
+    with context.queue(ctx) as q:
+        found = q.next_fires(reminder_id, count)
     if as_json:
         typer.echo(
             json.dumps(
                 {
-                    "id": view.id,
-                    "tz": view.tz,
-                    "state": view.state,
-                    "fires": output.fires_json(view.tz, fires),
+                    "id": found.id,
+                    "tz": found.tz,
+                    "state": found.state,
+                    "fires": output.fires_json(found.fires),
                 },
                 indent=2,
             )
         )
-    elif not fires:
-        typer.echo(f"reminder {view.id} is {view.state}: no further fires")
+    elif not found.fires:
+        typer.echo(f"reminder {found.id} is {found.state}: no further fires")
     else:
-        typer.echo(output.fires_text(view.tz, fires))
+        typer.echo(output.fires_text(found.tz, found.fires))
 
 
 def migrate(
@@ -352,13 +337,10 @@ def migrate(
     ],
 ) -> None:
     """Copy the SQLite database (--db) into an empty PostgreSQL database, ids and all."""
-    from duequeue import service
-    from duequeue.store import safe_url
-
-    settings = context.settings(ctx)
-    copied = service.migrate(settings.db, to)
+    with context.queue(ctx) as q:
+        copied = q.migrate(to)
     typer.echo(
         f"migrated {copied.reminders} reminders, {copied.targets} targets, "
         f"{copied.deliveries} deliveries, {copied.dead_letters} dead letters, "
-        f"{copied.target_retries} target retries from {settings.db} to {safe_url(to)}"
+        f"{copied.target_retries} target retries from {copied.source} to {copied.destination}"
     )

@@ -9,17 +9,18 @@ command calls the same `run_tick`.
 
 import sys
 
-from duequeue.cli.context import degrade_unencodable_output, report, run_tick
+from duequeue.cli.context import degrade_unencodable_output, run_tick
+from duequeue.cli.fastargs import tick_args
+from duequeue.cli.report import report
 from duequeue.errors import DuequeueError
 
 
 def main() -> None:
     """Run the CLI (the console script entry point)."""
     degrade_unencodable_output()
-    from duequeue.cli.fastargs import tick_args
-
     args = tick_args(sys.argv[1:])
     if args is None:
+        # Lazy: typer (and pydantic under it) costs more than a whole empty tick.
         from duequeue.cli.app import app
 
         app()

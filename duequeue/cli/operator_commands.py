@@ -1,20 +1,26 @@
 """The operator's commands (import, history, retry, enable, cancel, stats, prune, doctor,
-worker, config): flags, one call, output. Registered on the app in app.py; the clock is read
-through context.py, and a DuequeueError is left to the app to report."""
+worker, config): flags, one `duequeue.Queue` call, output. Registered on the app in app.py; a
+DuequeueError is left to the app to report (cli/report.py)."""
+
+from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from duequeue.cli import context
-from duequeue.errors import BadInputError
-from duequeue.store.base import Change, Store
-from duequeue.timefmt import iso, to_ms
+from duequeue.api import Queue, check_setup
+from duequeue.cli import context, output_ops
+from duequeue.cli.report import message
+from duequeue.cli.summary import iso, tick_line
+from duequeue.cli.table import terminal_width
+from duequeue.errors import BadInputError, DuequeueError
+
+if TYPE_CHECKING:
+    from duequeue.results import Change, ImportResult, TickSummary
 
 IDS = Annotated[
     list[int] | None, typer.Argument(metavar="ID", help="Reminder ids.", show_default=False)
@@ -35,58 +41,42 @@ def import_(
     as_json: JSON = False,
 ) -> None:
     """Add reminders from JSON Lines, all or nothing; existing keys are skipped."""
-    from duequeue import importer
-
-    settings = context.settings(ctx)
-    now = context.now()
-    with importer.gc_paused():
+    with context.queue(ctx, create=True) as q:
         if file == "-":
-            result = _import(sys.stdin.buffer, None, settings, now)
+            result = _import(q, sys.stdin.buffer, None)
         else:
             try:
                 f = open(file, "rb")  # noqa: SIM115 - closed by the with below
             except OSError as exc:
-                raise BadInputError(f"FILE: cannot read {file}: {exc.strerror}") from None
+                raise BadInputError(f"cannot read {file}: {exc.strerror}", field="file") from None
             with f:
-                result = _import(f, Path(file).stat().st_size, settings, now)
+                result = _import(q, f, Path(file).stat().st_size)
+    for note in result.notes:
+        typer.echo(f"duequeue: {note}", err=True)
     if as_json:
         _echo_json({"lines": result.lines, "imported": result.imported, "skipped": result.skipped})
     else:
         typer.echo(f"imported {result.imported}, skipped {result.skipped} existing keys")
 
 
-def _import(f: IO[bytes], size: int | None, settings: Any, now: Any) -> Any:
-    """Validate every line, then write them all; with a progress bar when stderr is a terminal."""
-    from duequeue import importer, ops
-
-    def write(spool: Any) -> Any:
-        # Validated before the database is opened: a bad line writes nothing, creates nothing.
-        # The spool is read back a chunk at a time, inside the one transaction.
-        with spool:
-            store = context.open_store(settings, create=True)
-            try:
-                return ops.import_reminders(store, spool, now)
-            finally:
-                store.close()
-
+def _import(q: Queue, f: IO[bytes], size: int | None) -> ImportResult:
+    """Import every line; with a progress bar when stderr is a terminal."""
     if not sys.stderr.isatty():
-        return write(
-            importer.parse_lines(f, settings.tz, now, block_private=settings.webhook_block_private)
-        )
+        return q.import_lines(f)
+    # Lazy: rich is for a person at a terminal, never for cron.
     from rich.console import Console
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("checking", total=size)
-        spool = importer.parse_lines(
-            f,
-            settings.tz,
-            now,
-            lambda n: bar.advance(task, n),
-            block_private=settings.webhook_block_private,
-        )
-        bar.update(task, description="writing")
-        return write(spool)
+
+        def progress(phase: str, size: int) -> None:
+            if phase == "checking":
+                bar.advance(task, size)
+            else:
+                bar.update(task, description=phase)
+
+        return q.import_lines(f, progress=progress)
 
 
 def history(
@@ -95,20 +85,11 @@ def history(
     as_json: JSON = False,
 ) -> None:
     """Show every delivery attempt of a reminder, and its dead letters."""
-    from duequeue import ops
-    from duequeue.cli import output_ops
-
-    settings = context.settings(ctx)
-    store = context.open_store(settings)
-    try:
-        found = ops.history(store, reminder_id)
-    finally:
-        store.close()
+    with context.queue(ctx) as q:
+        found = q.history(reminder_id)
     if as_json:
         _echo_json(output_ops.history_json(found))
     else:
-        from duequeue.cli.table import terminal_width
-
         typer.echo(output_ops.history_text(found, terminal_width()))
 
 
@@ -121,71 +102,30 @@ def retry(
     as_json: JSON = False,
 ) -> None:
     """Re-arm dead-lettered fires: due now, error count reset; sent targets are not re-sent."""
-    from duequeue import ops
-
-    if bool(ids) == all_dead:
-        raise BadInputError("retry: give reminder ids or --all-dead, not both or neither")
-    settings = context.settings(ctx)
-    store = context.open_store(settings)
-    try:
-        changes = ops.retry(store, ids or [], all_dead, context.now())
-    finally:
-        store.close()
+    with context.queue(ctx) as q:
+        changes = q.retry(*(ids or ()), all_dead=all_dead)
     _changes(changes, "retried", as_json)
 
 
 def cancel(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
     """Cancel reminders so they never fire again (inspect --all still lists them)."""
-    from duequeue import ops
-
-    _change_by_ids(ctx, ids, ops.cancel, "cancelled", as_json)
+    with context.queue(ctx) as q:
+        changes = q.cancel(*(ids or ()))
+    _changes(changes, "cancelled", as_json)
 
 
 def enable(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
     """Switch back on the targets disabled after their endpoint answered 410 Gone."""
-    from duequeue import ops
-
-    _change_by_ids(ctx, ids, ops.enable, "enabled", as_json)
-
-
-def _change_by_ids(
-    ctx: typer.Context,
-    ids: list[int] | None,
-    change: Callable[[Store, Sequence[int], datetime], list[Change]],
-    verb: str,
-    as_json: bool,
-) -> None:
-    if not ids:
-        raise BadInputError("ID: give at least one reminder id")
-    store = context.open_store(context.settings(ctx))
-    try:
-        changes = change(store, ids, context.now())
-    finally:
-        store.close()
-    _changes(changes, verb, as_json)
+    with context.queue(ctx) as q:
+        changes = q.enable(*(ids or ()))
+    _changes(changes, "enabled", as_json)
 
 
-def _changes(changes: list[Change], verb: str, as_json: bool) -> None:
-    done = [c for c in changes if c.skipped is None]
-    skipped = [c for c in changes if c.skipped is not None]
+def _changes(changes: Sequence[Change], verb: str, as_json: bool) -> None:
     if as_json:
-        applied: list[Any] = [
-            {"id": c.reminder_id, "fire_at": iso(c.fire_at)} if verb == "retried" else c.reminder_id
-            for c in done
-        ]
-        _echo_json(
-            {
-                verb: applied,
-                "skipped": [{"id": c.reminder_id, "reason": c.skipped} for c in skipped],
-            }
-        )
-        return
-    for c in done:
-        fire = f" (fire {iso(c.fire_at)} is due now)" if c.fire_at is not None else ""
-        typer.echo(f"{verb} {c.reminder_id}{fire}")
-    for c in skipped:
-        typer.echo(f"skipped {c.reminder_id}: {c.skipped}")
-    typer.echo(f"{verb} {len(done)}, skipped {len(skipped)}")
+        _echo_json(output_ops.changes_json(changes, verb))
+    else:
+        typer.echo(output_ops.changes_text(changes, verb))
 
 
 def stats(
@@ -203,21 +143,12 @@ def stats(
     ] = None,
 ) -> None:
     """Count reminders by state, due rows and recent deliveries."""
-    from duequeue import metrics, ops
-
-    settings = context.settings(ctx)
-    now = context.now()
-    store = context.open_store(settings)
-    try:
-        figures = ops.stats(store, now)
-    finally:
-        store.close()
-    if prometheus is not None:
-        metrics.write_atomically(Path(prometheus), metrics.prometheus_text(figures, to_ms(now)))
+    with context.queue(ctx) as q:
+        figures = q.stats(prometheus=prometheus)
     if as_json:
-        _echo_json(metrics.stats_json(figures, to_ms(now)))
+        _echo_json(output_ops.stats_json(figures))
     elif prometheus is None:
-        typer.echo("\n".join(metrics.stats_lines(figures, to_ms(now))))
+        typer.echo(output_ops.stats_text(figures))
 
 
 def prune(
@@ -236,60 +167,25 @@ def prune(
     as_json: JSON = False,
 ) -> None:
     """Delete old ledger rows and finished or cancelled reminders; never pending or dead ones."""
-    from duequeue import ops
-    from duequeue.timefmt import parse_duration
-
-    age = parse_duration(older_than, "--older-than")
-    settings = context.settings(ctx)
-    now = context.now()
-    store = context.open_store(settings)
-    try:
-        counts = ops.prune(store, age, now, dry_run)
-    finally:
-        store.close()
+    with context.queue(ctx) as q:
+        counts = q.prune(older_than, dry_run=dry_run)
     if as_json:
-        _echo_json(
-            {
-                "dry_run": dry_run,
-                "before": iso(to_ms(now - age)),
-                "deliveries": counts.deliveries,
-                "done": counts.done,
-                "cancelled": counts.cancelled,
-                "dead_letters": counts.dead_letters,
-            }
-        )
-        return
-    verb = "would prune" if dry_run else "pruned"
-    typer.echo(
-        f"{verb}: {counts.deliveries} ledger rows, {counts.done} done reminders, "
-        f"{counts.cancelled} cancelled reminders, {counts.dead_letters} dead letters"
-    )
+        _echo_json(output_ops.prune_json(counts))
+    else:
+        typer.echo(output_ops.prune_text(counts))
 
 
 def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
     """Check the database, SMTP (and email targets without it), the webhook secret and the
     zone data; exit 1 on a problem."""
-    from duequeue import doctor as checks
-    from duequeue.store import open_store
-
-    found = checks.run(lambda: context.settings(ctx), lambda db: open_store(db, create=False))
-    ok = all(c.ok for c in found)
+    root = ctx.find_root().params
+    # Not a Queue: an invalid setting is one of doctor's findings, not the end of it.
+    report = check_setup(root.get("db"), config=root.get("config"))
     if as_json:
-        _echo_json(
-            {
-                "ok": ok,
-                "checks": [
-                    {"name": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix} for c in found
-                ],
-            }
-        )
+        _echo_json(output_ops.doctor_json(report))
     else:
-        for c in found:
-            typer.echo(f"{'ok     ' if c.ok else 'PROBLEM'}  {c.name}: {c.detail}")
-            if c.fix:
-                typer.echo(f"         fix: {c.fix}")
-        typer.echo("all checks passed" if ok else "some checks found problems")
-    raise typer.Exit(0 if ok else 1)
+        typer.echo(output_ops.doctor_text(report))
+    raise typer.Exit(0 if report.ok else 1)
 
 
 def worker(
@@ -308,49 +204,36 @@ def worker(
     ] = None,
 ) -> None:
     """Tick every INTERVAL in the foreground until SIGTERM or SIGINT (for systemd)."""
-    from duequeue import service
-    from duequeue.timefmt import parse_duration
-    from duequeue.worker import Ticked, Worker
-
-    interval = parse_duration(every, "--every").total_seconds()
-    settings = context.settings(ctx)
-    # A database that cannot open stops the worker now, with exit 1; like `tick`, the worker
-    # creates a missing one (cron or systemd may start before the first `add`).
-    context.open_store(settings, create=True).close()
-
-    def one_tick() -> Ticked:
-        now = context.now()
-        store = context.open_store(settings, create=True)
-        try:
-            summary = service.run_tick(store, settings, now, context.clock_ms, limit)
-        finally:
-            store.close()
-        return Ticked(f"{iso(to_ms(now))} tick: {summary.line()}", summary.stopped_by)
 
     def log(line: str) -> None:
         typer.echo(line)
         sys.stdout.flush()
 
-    from duequeue.store import safe_url
+    def on_tick(summary: TickSummary) -> None:
+        log(f"{iso(summary.at)} tick: {tick_line(summary)}")
 
-    log(f"worker: ticking every {every} on {safe_url(settings.db)}")
-    Worker(interval, one_tick, log).run()
+    def on_error(exc: DuequeueError) -> None:
+        log(f"tick failed: {message(exc)}")
+
+    # Like `tick`, the worker creates a missing database (cron or systemd may start before the
+    # first `add`); one that cannot be opened stops it at once, with exit 1.
+    with context.queue(ctx, create=True) as q:
+        q.worker(
+            every,
+            limit=limit,
+            on_start=lambda: log(f"worker: ticking every {every} on {q.location}"),
+            on_tick=on_tick,
+            on_error=on_error,
+        )
+    log("worker: stopped by a signal")
 
 
 def config(ctx: typer.Context, as_json: JSON = False) -> None:
     """Print the effective settings, secrets masked: the file read, each value's source and
     the tz data in use."""
-    from duequeue.config import load_settings_traced, masked
-    from duequeue.schedule.zones import in_use
-
-    root = ctx.find_root().params
-    settings, origins = load_settings_traced({"db": root.get("db")}, config_file=root.get("config"))
-    values = masked(settings)
+    with context.queue(ctx) as q:
+        report = q.config()
     if as_json:
-        _echo_json(values)
-        return
-    state = "read" if origins.config_file_read else "not found, none read"
-    typer.echo(f"# config file: {origins.config_file} ({state})")
-    typer.echo(f"# tz data: {in_use().describe()}")
-    for name, value in values.items():
-        typer.echo(f"{name} = {json.dumps(value)}  # {origins.sources[name]}")
+        _echo_json(report.settings)
+    else:
+        typer.echo(output_ops.config_text(report))

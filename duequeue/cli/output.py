@@ -1,101 +1,95 @@
-"""Render reminders and summaries for people (tables) and scripts (stable JSON)."""
+"""Render reminders and fires for people (text, tables) and scripts (the stable JSON
+docs/reference.md documents), from the public types of duequeue.results."""
+
+from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from duequeue.channels.notify import shown
-from duequeue.store.base import ReminderView
-from duequeue.timefmt import iso, to_ms
+from duequeue.cli import table
+from duequeue.cli.summary import iso, seconds
+
+if TYPE_CHECKING:
+    from duequeue.results import Fire, Reminder, Target
 
 
-def reminder_json(v: ReminderView) -> dict[str, Any]:
+def target_text(t: Target | None) -> str:
+    """Return a target as `channel:address`, its secrets masked."""
+    return "-" if t is None else f"{t.channel}:{t.display}"
+
+
+def target_json(t: Target | None) -> dict[str, str] | None:
+    """Return a target as the JSON of `history` names one."""
+    return None if t is None else {"channel": t.channel, "address": t.display}
+
+
+def reminder_json(r: Reminder) -> dict[str, Any]:
     """Return the stable JSON object of one reminder (docs/reference.md documents every key)."""
     return {
-        "id": v.id,
-        "key": v.key,
-        "subject": v.subject,
+        "id": r.id,
+        "key": r.key,
+        "subject": r.subject,
         "targets": [
-            {
-                "channel": t.channel,
-                "address": shown(t.channel, t.address),  # a notify URL's tokens masked
-                "disabled_at": iso(t.disabled_at),
-            }
-            for t in v.targets
+            {"channel": t.channel, "address": t.display, "disabled_at": iso(t.disabled_at)}
+            for t in r.targets
         ],
-        "rrule": v.rule if v.rule_kind == "rrule" else None,
-        "cron": v.rule if v.rule_kind == "cron" else None,
-        "tz": v.tz,
-        "state": v.state,
-        "dead": v.dead_fire_at is not None or v.state == "dead",
-        "fire_at": iso(v.fire_at),
-        "next_fire_at": iso(v.next_fire_at),
-        "error_count": v.error_count,
-        "last_error": v.last_error,
-        "last_fired_at": iso(v.last_fired_at),
-        "last_lateness_s": _lateness(v),
-        "skipped_fires": v.skipped_fires,
-        "dead_fire_at": iso(v.dead_fire_at),
-        "dead_at": iso(v.dead_at),
-        "created_at": iso(v.created_at),
+        "rrule": r.rrule,
+        "cron": r.cron,
+        "tz": r.tz,
+        "state": r.state,
+        "dead": r.dead,
+        "fire_at": iso(r.fire_at),
+        "next_fire_at": iso(r.next_fire_at),
+        "error_count": r.error_count,
+        "last_error": r.last_error,
+        "last_fired_at": iso(r.last_fired_at),
+        "last_lateness_s": seconds(r.last_lateness),
+        "skipped_fires": r.skipped_fires,
+        "dead_fire_at": iso(r.dead_fire_at),
+        "dead_at": iso(r.dead_at),
+        "created_at": iso(r.created_at),
     }
 
 
-def _lateness(v: ReminderView) -> float | None:
-    """Seconds from the last fired fire's scheduled time to its first successful delivery."""
-    if v.last_sent_at is None or v.last_fired_at is None:
-        return None
-    return round((v.last_sent_at - v.last_fired_at) / 1000, 3)
-
-
-def fires_json(tz: str, fires: Sequence[datetime]) -> list[dict[str, str]]:
-    """Return fire times as {"local", "utc"} pairs: local in the reminder's zone, with offset."""
-    from duequeue.schedule.zones import zone as load_zone
-
-    zone = load_zone(tz)
-    return [{"local": f.astimezone(zone).isoformat(), "utc": iso(to_ms(f)) or ""} for f in fires]
-
-
-def fires_text(tz: str, fires: Sequence[datetime]) -> str:
-    """Return fire times one a line: local time and zone abbreviation, then UTC."""
-    from duequeue.schedule.zones import zone as load_zone
-
-    zone = load_zone(tz)
-    lines = []
-    for f in fires:
-        local = f.astimezone(zone)
-        lines.append(f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()} ({tz})  {iso(to_ms(f))}")
-    return "\n".join(lines)
-
-
-def reminder_table(views: Sequence[ReminderView], width: int | None) -> str:
+def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
     """Return a plain-text table of reminders, fitted to `width` columns when given."""
-    from duequeue.cli import table
-
     columns = ("id", "subject", "targets", "rule", "state", "fire", "late", "errors", "last error")
     rows = []
-    for v in views:
-        fire = v.dead_fire_at if v.dead_fire_at is not None else v.next_fire_at
+    for r in reminders:
+        fire = r.dead_fire_at if r.dead_fire_at is not None else r.next_fire_at
+        rule = r.rrule or r.cron
+        late = seconds(r.last_lateness)
         rows.append(
             (
-                str(v.id),
-                v.subject,
+                str(r.id),
+                r.subject,
                 ", ".join(
-                    f"{t.channel}:{shown(t.channel, t.address)}"
-                    + (" (disabled: 410 Gone)" if t.disabled_at else "")
-                    for t in v.targets
+                    target_text(t) + (" (disabled: 410 Gone)" if t.disabled_at else "")
+                    for t in r.targets
                 ),
-                f"{v.rule_kind}: {v.rule} ({v.tz})" if v.rule else f"once ({v.tz})",
-                "dead" if v.dead_fire_at is not None else v.state,
-                _seconds(iso(fire)),
-                "-" if (late := _lateness(v)) is None else f"{late:.1f}s",
-                str(v.error_count),
-                v.last_error or "",
+                f"{'rrule' if r.rrule else 'cron'}: {rule} ({r.tz})" if rule else f"once ({r.tz})",
+                "dead" if r.dead_fire_at is not None else r.state,
+                _to_the_second(iso(fire)),
+                "-" if late is None else f"{late:.1f}s",
+                str(r.error_count),
+                r.last_error or "",
             )
         )
     return table.render(columns, rows, width, wrap=("subject", "targets", "rule", "last error"))
 
 
-def _seconds(stamp: str | None) -> str:
+def _to_the_second(stamp: str | None) -> str:
     """Return an ISO instant to the second: milliseconds cost a table column four places."""
     return "-" if stamp is None else stamp[:19] + "Z"
+
+
+def fires_json(fires: Sequence[Fire]) -> list[dict[str, str]]:
+    """Return fire times as {"local", "utc"} pairs: local in the reminder's zone, with offset."""
+    return [{"local": f.local.isoformat(), "utc": iso(f.at) or ""} for f in fires]
+
+
+def fires_text(tz: str, fires: Sequence[Fire]) -> str:
+    """Return fire times one a line: local time and zone abbreviation, then UTC."""
+    return "\n".join(
+        f"{f.local:%Y-%m-%d %H:%M:%S} {f.local.tzname()} ({tz})  {iso(f.at)}" for f in fires
+    )

@@ -1,11 +1,19 @@
-"""Render `history` for people (tables) and scripts (stable JSON)."""
+"""Render the operator's results (history, changes, stats, prune, doctor, config) for people and
+as the stable JSON docs/reference.md documents, from the public types of duequeue.results."""
 
-from typing import Any
+from __future__ import annotations
 
-from duequeue.channels.notify import shown
-from duequeue.cli.output import reminder_json
-from duequeue.ops import History
-from duequeue.timefmt import iso
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from duequeue.cli import table
+from duequeue.cli.output import reminder_json, target_json, target_text
+from duequeue.cli.report import setting_source
+from duequeue.cli.summary import iso, seconds
+
+if TYPE_CHECKING:
+    from duequeue.results import Change, ConfigReport, DoctorReport, History, PruneCounts, Stats
 
 
 def history_json(h: History) -> dict[str, Any]:
@@ -16,12 +24,7 @@ def history_json(h: History) -> dict[str, Any]:
             {
                 "at": iso(a.at),
                 "fire_at": iso(a.fire_at),
-                "target": None
-                if a.target is None
-                else {
-                    "channel": a.target.channel,
-                    "address": shown(a.target.channel, a.target.address),
-                },
+                "target": target_json(a.target),
                 "outcome": a.outcome,
                 "error": a.error,
                 "attempt": a.attempt,
@@ -41,26 +44,18 @@ def history_json(h: History) -> dict[str, Any]:
         "target_retries": [
             {
                 "fire_at": iso(r.fire_at),
-                "target": _target(h, r.target_id),
+                "target": target_json(r.target),
                 "error_count": r.error_count,
                 "last_error": r.last_error,
                 "next_try_at": iso(r.next_try_at),
             }
-            for r in h.retries
+            for r in h.target_retries
         ],
     }
 
 
-def _target(h: History, target_id: int) -> dict[str, str] | None:
-    found = [t for t in h.reminder.targets if t.id == target_id]
-    t = found[0] if found else None
-    return None if t is None else {"channel": t.channel, "address": shown(t.channel, t.address)}
-
-
 def history_text(h: History, width: int | None) -> str:
     """Return `history` as a heading and plain-text tables, fitted to `width` when given."""
-    from duequeue.cli import table
-
     r = h.reminder
     parts = [f"reminder {r.id} {r.subject!r}: {r.state}, next fire {iso(r.next_fire_at) or '-'}"]
     if h.attempts:
@@ -68,9 +63,7 @@ def history_text(h: History, width: int | None) -> str:
             (
                 iso(a.at) or "",
                 iso(a.fire_at) or "",
-                "-"
-                if a.target is None
-                else f"{a.target.channel}:{shown(a.target.channel, a.target.address)}",
+                target_text(a.target),
                 a.outcome,
                 str(a.attempt),
                 a.error or "",
@@ -94,19 +87,17 @@ def history_text(h: History, width: int | None) -> str:
         ]
         headers = ("fire", "died", "errors", "last error", "retried")
         parts += ["", "dead letters", table.render(headers, dead, width, wrap=("last error",))]
-    if h.retries:
-        retrying = []
-        for t in h.retries:
-            target = _target(h, t.target_id)
-            retrying.append(
-                (
-                    iso(t.fire_at) or "",
-                    "-" if target is None else f"{target['channel']}:{target['address']}",
-                    str(t.error_count),
-                    iso(t.next_try_at) or "",
-                    t.last_error or "",
-                )
+    if h.target_retries:
+        retrying = [
+            (
+                iso(t.fire_at) or "",
+                target_text(t.target),
+                str(t.error_count),
+                iso(t.next_try_at) or "",
+                t.last_error or "",
             )
+            for t in h.target_retries
+        ]
         headers = ("fire", "target", "errors", "next try", "last error")
         parts += [
             "",
@@ -114,3 +105,122 @@ def history_text(h: History, width: int | None) -> str:
             table.render(headers, retrying, width, wrap=("last error",)),
         ]
     return "\n".join(parts)
+
+
+def changes_json(changes: Sequence[Change], verb: str) -> dict[str, Any]:
+    """Return the JSON of `retry`, `cancel` or `enable`: `verb` is "retried", "cancelled" or
+    "enabled"; a retried reminder names the fire it re-armed."""
+    applied: list[Any] = [
+        {"id": c.reminder_id, "fire_at": iso(c.fire_at)} if verb == "retried" else c.reminder_id
+        for c in changes
+        if c.applied
+    ]
+    skipped = [{"id": c.reminder_id, "reason": c.skipped} for c in changes if not c.applied]
+    return {verb: applied, "skipped": skipped}
+
+
+def changes_text(changes: Sequence[Change], verb: str) -> str:
+    """Return a line per reminder changed or skipped, then the counts."""
+    done = [c for c in changes if c.applied]
+    skipped = [c for c in changes if not c.applied]
+    lines = [
+        f"{verb} {c.reminder_id}"
+        + (f" (fire {iso(c.fire_at)} is due now)" if c.fire_at is not None else "")
+        for c in done
+    ]
+    lines += [f"skipped {c.reminder_id}: {c.skipped}" for c in skipped]
+    lines.append(f"{verb} {len(done)}, skipped {len(skipped)}")
+    return "\n".join(lines)
+
+
+def stats_json(s: Stats) -> dict[str, Any]:
+    """Return the stable JSON object of `stats` (docs/reference.md documents every key)."""
+    return {
+        "at": iso(s.at),
+        "reminders": {
+            "pending": s.pending,
+            "done": s.done,
+            "dead": s.dead,
+            "cancelled": s.cancelled,
+        },
+        "due": s.due,
+        "retrying": s.retrying,
+        "leased": s.leased,
+        "dead_letters": s.dead_letters,
+        "retrying_targets": s.retrying_targets,
+        "disabled_targets": s.disabled_targets,
+        "oldest_due_lateness_s": seconds(s.oldest_due_lateness),
+        "deliveries": {
+            "last_hour": {"sent": s.sent_last_hour, "failed": s.failed_last_hour},
+            "last_day": {"sent": s.sent_last_day, "failed": s.failed_last_day},
+        },
+    }
+
+
+def stats_text(s: Stats) -> str:
+    """Return `stats` for people, one fact a line."""
+    late = seconds(s.oldest_due_lateness)
+    return "\n".join(
+        [
+            f"reminders: {s.pending} pending, {s.done} done, {s.dead} dead, "
+            f"{s.cancelled} cancelled",
+            f"due now: {s.due} (oldest waiting {'-' if late is None else f'{late:.1f}s'}); "
+            f"retrying: {s.retrying}; leased by a tick: {s.leased}",
+            f"dead letters awaiting retry: {s.dead_letters}",
+            f"targets retrying a fire on their own: {s.retrying_targets}; "
+            f"disabled (410 Gone): {s.disabled_targets}",
+            f"deliveries, last hour: {s.sent_last_hour} sent, {s.failed_last_hour} failed; "
+            f"last day: {s.sent_last_day} sent, {s.failed_last_day} failed",
+        ]
+    )
+
+
+def prune_json(c: PruneCounts) -> dict[str, Any]:
+    """Return the stable JSON object of `prune`."""
+    return {
+        "dry_run": c.dry_run,
+        "before": iso(c.before),
+        "deliveries": c.deliveries,
+        "done": c.done,
+        "cancelled": c.cancelled,
+        "dead_letters": c.dead_letters,
+    }
+
+
+def prune_text(c: PruneCounts) -> str:
+    """Return what `prune` removed, or would remove, in one line."""
+    return (
+        f"{'would prune' if c.dry_run else 'pruned'}: {c.deliveries} ledger rows, {c.done} done "
+        f"reminders, {c.cancelled} cancelled reminders, {c.dead_letters} dead letters"
+    )
+
+
+def doctor_json(report: DoctorReport) -> dict[str, Any]:
+    """Return the JSON object of `doctor`."""
+    return {
+        "ok": report.ok,
+        "checks": [
+            {"name": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix} for c in report.checks
+        ],
+    }
+
+
+def doctor_text(report: DoctorReport) -> str:
+    """Return a line per check (and a fix line under a problem), then the verdict."""
+    lines = []
+    for c in report.checks:
+        lines.append(f"{'ok     ' if c.ok else 'PROBLEM'}  {c.name}: {c.detail}")
+        if c.fix:
+            lines.append(f"         fix: {c.fix}")
+    lines.append("all checks passed" if report.ok else "some checks found problems")
+    return "\n".join(lines)
+
+
+def config_text(report: ConfigReport) -> str:
+    """Return the effective settings as TOML lines, each with where its value came from."""
+    state = "read" if report.config_file_read else "not found, none read"
+    lines = [f"# config file: {report.config_file} ({state})", f"# tz data: {report.tz_data}"]
+    for name, value in report.settings.items():
+        source = setting_source(name, report.sources[name])
+        lines.append(f"{name} = {json.dumps(value)}  # {source}")
+    return "\n".join(lines)

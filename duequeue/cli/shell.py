@@ -16,6 +16,8 @@ from typer._click.core import Context
 from typer._click.formatting import HelpFormatter
 from typer.core import TyperCommand, TyperGroup
 
+import duequeue
+from duequeue.cli.report import report
 from duequeue.errors import DuequeueError
 
 PROG = "duequeue"
@@ -77,8 +79,6 @@ class Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except DuequeueError as exc:
-            from duequeue.cli.context import report
-
             raise typer.Exit(report(exc)) from exc
 
     def main(  # type: ignore[override]
@@ -170,7 +170,5 @@ class Typer(typer.Typer):
 def print_version(value: bool) -> None:
     """Print the version and stop (the eager --version option's callback)."""
     if value:
-        from duequeue import __version__
-
-        typer.echo(f"{PROG} {__version__}")
+        typer.echo(f"{PROG} {duequeue.__version__}")
         raise typer.Exit()

@@ -5,6 +5,7 @@ terminal, greps and cuts cleanly in a pipe, and encodes in any charset the subje
 """
 
 import os
+import shutil
 import sys
 import textwrap
 import unicodedata
@@ -20,8 +21,6 @@ def terminal_width() -> int | None:
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
     if sys.stdout.isatty():
-        import shutil
-
         return shutil.get_terminal_size().columns
     return None  # a pipe or a file: one line per row, whatever its length
 

@@ -1,4 +1,4 @@
-"""Due times and recurrence: parse --at, --tz, --rrule and --cron and find the next fire.
+"""Due times and recurrence: parse `at`, `tz`, `rrule` and `cron` and find the next fire.
 
 All instants returned are aware UTC datetimes and `now` is always an argument. A naive time is a
 wall time in the reminder's zone, and DST follows Debian cron for RRULE and cron alike:
@@ -9,7 +9,7 @@ wall time in the reminder's zone, and DST follows Debian cron for RRULE and cron
 - Every-N rules (RRULE HOURLY, MINUTELY or SECONDLY without BYxxx; cron whose hour field starts
   with '*') follow real elapsed time: they fire in both copies of a repeated hour and lose nothing
   in a gap (cron fires a skipped match at the instant the offset before the gap gives it).
-- A named RRULE whose --at is a wall time skipped by a gap (02:30 on a spring-forward night) fires
+- A named RRULE whose `at` is a wall time skipped by a gap (02:30 on a spring-forward night) fires
   first at the gap's end and keeps that wall time afterwards: the stored start is an instant,
   which cannot say 02:30, so the parts the rule takes from its start are written into its text.
 
@@ -24,6 +24,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from duequeue.errors import BadInputError
+from duequeue.schedule import zones
 from duequeue.schedule.recurrence import (
     RuleError,
     cron_fires_after,
@@ -59,16 +60,14 @@ class Rule:
 
 def parse_zone(name: str) -> ZoneInfo:
     """Return the IANA zone called name, from the newest tz database at hand (zones.py)."""
-    from duequeue.schedule import zones
-
     try:
         return zones.zone(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-        raise BadInputError(f"--tz: unknown time zone {name!r}") from exc
+        raise BadInputError(f"unknown time zone {name!r}", field="tz") from exc
 
 
 def parse_at(text: str, tz: ZoneInfo, now: datetime) -> datetime:
-    """Return the aware UTC instant meant by --at: now, +15m, ISO 8601, or wall time in tz."""
+    """Return the aware UTC instant meant by `at`: now, +15m, ISO 8601, or wall time in tz."""
     _require_aware(now, "now")
     stripped = text.strip()
     try:
@@ -79,8 +78,9 @@ def parse_at(text: str, tz: ZoneInfo, now: datetime) -> datetime:
             duration = positive_duration(stripped[1:], zero=True)
             if duration is None:
                 raise BadInputError(
-                    f"--at: invalid relative time {text!r}: expected + and a whole number "
-                    "and a unit s, m, h, d or w, such as +15m"
+                    f"invalid relative time {text!r}: expected + and a whole number "
+                    "and a unit s, m, h, d or w, such as +15m",
+                    field="at",
                 )
             # Relative times are real elapsed time, so add in UTC: +1d across a DST change is
             # 24 hours, not the same wall time tomorrow.
@@ -93,13 +93,13 @@ def parse_at(text: str, tz: ZoneInfo, now: datetime) -> datetime:
         reason = str(exc)
         if not reason or reason.startswith("Invalid isoformat"):
             reason = "expected 'now', '+15m' or ISO 8601 such as 2027-01-05T09:00 or ...+01:00"
-        raise BadInputError(f"--at: invalid time {text!r}: {reason}") from exc
+        raise BadInputError(f"invalid time {text!r}: {reason}", field="at") from exc
     except OverflowError as exc:
-        raise BadInputError(f"--at: time {text!r} is out of range") from exc
+        raise BadInputError(f"time {text!r} is out of range", field="at") from exc
 
 
 def named_wall(text: str) -> datetime | None:
-    """Return the wall time --at names when it is a local date-time, else None."""
+    """Return the wall time `at` names when it is a local date-time, else None."""
     try:
         parsed = datetime.fromisoformat(text.strip())
     except ValueError:
@@ -112,7 +112,7 @@ def parse_rule(
 ) -> Rule:
     """Validate RRULE or cron text and return it as a Rule starting at dtstart.
 
-    wall is the local time --at named, if it named one: when a gap skips it, an RRULE keeps
+    wall is the local time `at` named, if it named one: when a gap skips it, an RRULE keeps
     that wall time (see `pin_start`) while its first fire is dtstart, the end of the gap.
     """
     try:
@@ -130,7 +130,7 @@ def parse_rule(
         if first_fire(rule) is None:
             raise RuleError(f"{text!r} never fires at or after the start time")
     except RuleError as exc:
-        raise BadInputError(f"--{kind}: {exc}") from exc
+        raise BadInputError(str(exc), field=kind) from exc
     return rule
 
 

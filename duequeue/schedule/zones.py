@@ -10,6 +10,7 @@ with nothing due never pays for it.
 
 import os
 from dataclasses import dataclass
+from importlib import import_module
 from zoneinfo import TZPATH, ZoneInfo, reset_tzpath
 
 # Zone files that name the host's setting rather than a place: a stored reminder would change
@@ -95,9 +96,8 @@ def _system(tzpath: tuple[str, ...]) -> tuple[str | None, str | None]:
 
 
 def _package_version() -> str | None:
-    from importlib import import_module  # tzdata ships no type information
-
     try:
+        # By name: tzdata ships no type information.
         return str(import_module("tzdata").IANA_VERSION)
     except (ImportError, AttributeError):
         return None

@@ -41,7 +41,7 @@ def _run_import(db: Path, f: Path, stderr_on_a_terminal: bool) -> tuple[int, str
 
 def test_a_progress_bar_is_drawn_only_when_stderr_is_a_terminal(tmp_path: Path) -> None:
     f = tmp_path / "r.jsonl"
-    f.write_text((json.dumps({"at": "+1h", "webhook": [HOOK]}) + "\n") * 50)
+    f.write_text((json.dumps({"at": "+1h", "webhooks": [HOOK]}) + "\n") * 50)
     code, out, err = _run_import(tmp_path / "tty.db", f, stderr_on_a_terminal=True)
     assert (code, out) == (0, "imported 50, skipped 0 existing keys\n")
     assert b"checking" in err

@@ -455,7 +455,7 @@ HELPER_FROM_100 = {"DUEQUEUE_COMMIT_HELPER_ROWS": "100"}
 
 def import_due(db: Path, url: str, n: int) -> None:
     lines = "".join(
-        json.dumps({"at": "2020-01-01T00:00:00Z", "subject": f"r{i}", "webhook": [url]}) + "\n"
+        json.dumps({"at": "2020-01-01T00:00:00Z", "subject": f"r{i}", "webhooks": [url]}) + "\n"
         for i in range(n)
     )
     r = subprocess.run(

@@ -78,6 +78,13 @@ BAD_ADDS = [
         "--rrule/--cron",
     ),
     (["--at", "+1h", "--webhook", HOOK, "--misfire-grace", "soon"], "--misfire-grace"),
+    (["--at", "+1h", "--target", "sms:+4930123"], "--target: unknown channel 'sms'"),
+    (["--at", "+1h", "--target", "ann@example.com"], "--target: expected CHANNEL:ADDRESS"),
+    (["--at", "+1h", "--target", "email:nope"], "--target: 'nope' is not a valid email"),
+    # The second of several is named as such: the first is the flag alone.
+    (["--at", "+1h", "--webhook", HOOK, "--webhook", "ftp://x/"], "--webhook (the 2nd): "),
+    (["--at", "+1h", "--target", f"webhook:{HOOK}", "--target", "x:"], "--target (the 2nd): "),
+    (["--at", "+1h", "--target", HOOK], "--target: expected CHANNEL:ADDRESS"),
 ]
 
 
@@ -91,6 +98,25 @@ def test_bad_add_input_exits_2_with_one_line_naming_the_field_and_writes_nothing
     assert r.err.count("\n") == 1
     assert r.err.startswith(f"duequeue: error: {field}")
     assert rows(db_path) == 0
+
+
+def test_targets_of_any_channel_beside_the_shorthand_flags(cli: Cli) -> None:
+    rid = cli.add(
+        "--at", "+1h", "--email", "ann@example.com",
+        "--target", f"webhook:{HOOK}", "--target", "email:bob@example.com",
+    )  # fmt: skip
+    assert [(t["channel"], t["address"]) for t in cli.row(rid)["targets"]] == [
+        ("email", "ann@example.com"),
+        ("webhook", HOOK),
+        ("email", "bob@example.com"),
+    ]
+    r = cli(
+        "add", "--at", "+1h", *[a for i in range(21) for a in ("--target", f"webhook:{HOOK}/{i}")]
+    )
+    assert (r.code, r.err) == (
+        2,
+        "duequeue: error: --email/--webhook/--notify/--target: at most 20 targets per reminder\n",
+    )
 
 
 def test_bad_input_leaves_an_existing_database_unchanged(cli: Cli, db_path: Path) -> None:

@@ -32,8 +32,9 @@ def test_import_adds_every_line_with_the_fields_of_add(cli: Cli, tmp_path: Path)
             "at": "2027-01-06T09:00",
             "tz": "Europe/Berlin",
             "rrule": "FREQ=WEEKLY;BYDAY=WE",
-            "email": ["ann@example.com"],
-            "webhook": [HOOK],
+            "emails": ["ann@example.com"],
+            "webhooks": [HOOK],
+            "targets": [["notify", "json://127.0.0.1:9/standup"]],
             "subject": "standup",
             "body": "10 minutes",
             "data": {"room": 3},
@@ -41,38 +42,63 @@ def test_import_adds_every_line_with_the_fields_of_add(cli: Cli, tmp_path: Path)
             "misfire_grace": "1h",
         },
         "",  # blank lines are skipped, but counted for line numbers
-        {"at": "+1h", "cron": "0 9 * * 1-5", "webhook": HOOK, "key": "cron"},
-        {"at": "+2h", "email": "bob@example.com"},
+        {"at": "+1h", "cron": "0 9 * * 1-5", "webhooks": HOOK, "key": "cron"},
+        {"at": "+2h", "emails": "bob@example.com"},
     )
     r = cli("import", str(f))
     assert (r.code, r.out, r.err) == (0, "imported 3, skipped 0 existing keys\n", "")
     standup, weekdays, once = cli.inspect("--all")
     assert standup["rrule"] == "FREQ=WEEKLY;BYDAY=WE"
     assert standup["fire_at"] == "2027-01-06T08:00:00.000Z"
-    assert standup["targets"] == [
+    *standup_targets, notify = standup["targets"]
+    assert standup_targets == [
         {"channel": "email", "address": "ann@example.com", "disabled_at": None},
         {"channel": "webhook", "address": HOOK, "disabled_at": None},
     ]
+    assert notify["channel"] == "notify"
     assert (standup["subject"], standup["key"]) == ("standup", "standup")
     assert (weekdays["cron"], weekdays["fire_at"]) == ("0 9 * * 1-5", "2027-01-05T09:00:00.000Z")
     assert (once["subject"], once["next_fire_at"]) == ("Reminder", "2027-01-05T10:00:00.000Z")
 
 
+def test_a_line_with_the_old_field_names_is_read_with_one_note(cli: Cli, tmp_path: Path) -> None:
+    f = jsonl(
+        tmp_path / "r.jsonl",
+        {"at": "+1h", "email": "ann@example.com", "webhook": [HOOK]},
+        {"at": "+2h", "webhook": HOOK},
+    )
+    r = cli("import", str(f))
+    assert (r.code, r.out) == (0, "imported 2, skipped 0 existing keys\n")
+    assert r.err.splitlines() == [
+        "duequeue: note: field 'email' is read as 'emails', its name in Queue.add; "
+        "rename it, the old name may go",
+        "duequeue: note: field 'webhook' is read as 'webhooks', its name in Queue.add; "
+        "rename it, the old name may go",
+    ]
+    first, second = cli.inspect("--all")
+    assert [t["channel"] for t in first["targets"]] == ["email", "webhook"]
+    assert [t["address"] for t in second["targets"]] == [HOOK]
+    both = jsonl(tmp_path / "both.jsonl", {"at": "+1h", "webhook": HOOK, "webhooks": [HOOK]})
+    r = cli("import", str(both))
+    assert r.code == 2
+    assert r.err == "duequeue: error: line 1: give 'webhooks' or 'webhook', not both\n"
+
+
 def test_reimporting_a_file_skips_every_existing_key(cli: Cli, tmp_path: Path) -> None:
-    items = [{"at": "+1h", "webhook": [HOOK], "key": f"k{i}"} for i in range(5)]
+    items = [{"at": "+1h", "webhooks": [HOOK], "key": f"k{i}"} for i in range(5)]
     f = jsonl(tmp_path / "r.jsonl", *items)
     first = cli("import", str(f), "--json")
     assert first.json() == {"lines": 5, "imported": 5, "skipped": 0}
     again = cli("import", str(f), "--json")
     assert again.json() == {"lines": 5, "imported": 0, "skipped": 5}
-    more = jsonl(tmp_path / "more.jsonl", *items, {"at": "+1h", "webhook": [HOOK], "key": "k5"})
+    more = jsonl(tmp_path / "more.jsonl", *items, {"at": "+1h", "webhooks": [HOOK], "key": "k5"})
     assert cli("import", str(more)).out == "imported 1, skipped 5 existing keys\n"
     assert len(cli.inspect("--all")) == 6
 
 
 def test_a_key_already_added_by_add_is_skipped(cli: Cli, tmp_path: Path) -> None:
     rid = cli.add("--at", "+1h", "--webhook", HOOK, "--key", "rent")
-    f = jsonl(tmp_path / "r.jsonl", {"at": "+2h", "webhook": [HOOK], "key": "rent"})
+    f = jsonl(tmp_path / "r.jsonl", {"at": "+2h", "webhooks": [HOOK], "key": "rent"})
     assert cli("import", str(f), "--json").json()["skipped"] == 1
     assert cli.row(rid)["next_fire_at"] == "2027-01-05T09:00:00.000Z"
 
@@ -82,20 +108,25 @@ H = json.dumps(HOOK)
 
 def with_hook(fields: str) -> str:
     """A line with a due time and a webhook, plus `fields` written as raw JSON text."""
-    return '{"at": "+1h", "webhook": %s, %s}' % (H, fields)  # noqa: UP031
+    return '{"at": "+1h", "webhooks": %s, %s}' % (H, fields)  # noqa: UP031
 
 
 BAD_LINES = [
     ("{not json", "line 3: not valid JSON"),
     ("[1, 2]", "line 3: expected a JSON object"),
-    ('{"at": "+1h", "webhook": [%s], "colour": "red"}' % H, "line 3: unknown field 'colour'"),  # noqa: UP031
-    ('{"at": "+1h", "email": ["nope"]}', "line 3: email: 'nope' is not a valid email address"),
-    ('{"at": "+1h"}', "line 3: email/webhook/notify: give at least one target"),
-    ('{"webhook": [%s]}' % H, "line 3: at: required"),  # noqa: UP031
-    ('{"at": "+1h", "webhook": [%s], "tz": "Mars/Base"}' % H, "line 3: tz: unknown"),  # noqa: UP031
-    ('{"at": "+1h", "webhook": [%s], "subject": 5}' % H, "line 3: subject: expected a string"),  # noqa: UP031
-    ('{"at": "+1h", "webhook": %s, "misfire_grace": "x"}' % H, "line 3: misfire_grace:"),  # noqa: UP031
-    ('{"at": "+1h", "webhook": [1]}', "line 3: webhook: expected a string or a list"),
+    ('{"at": "+1h", "webhooks": [%s], "colour": "red"}' % H, "line 3: unknown field 'colour'"),  # noqa: UP031
+    ('{"at": "+1h", "emails": ["nope"]}', "line 3: emails[0]: 'nope' is not a valid email address"),
+    # a field under its old name is named as the line wrote it
+    ('{"at": "+1h", "email": ["a@b.c", "nope"]}', "line 3: email[1]: 'nope' is not a valid"),
+    ('{"at": "+1h"}', "line 3: emails/webhooks/notify/targets: give at least one target"),
+    ('{"at": "+1h", "targets": [["sms", "+4930"]]}', "line 3: targets[0]: unknown channel 'sms'"),
+    ('{"at": "+1h", "targets": [["webhook"]]}', "line 3: targets[0]: expected a (channel, addr"),
+    ('{"at": "+1h", "targets": "email:a@b.c"}', "line 3: targets: expected a list of [channel,"),
+    ('{"webhooks": [%s]}' % H, "line 3: at: required"),  # noqa: UP031
+    ('{"at": "+1h", "webhooks": [%s], "tz": "Mars/Base"}' % H, "line 3: tz: unknown"),  # noqa: UP031
+    ('{"at": "+1h", "webhooks": [%s], "subject": 5}' % H, "line 3: subject: expected a string"),  # noqa: UP031
+    ('{"at": "+1h", "webhooks": %s, "misfire_grace": "x"}' % H, "line 3: misfire_grace:"),  # noqa: UP031
+    ('{"at": "+1h", "webhooks": [1]}', "line 3: webhooks: expected a string or a list"),
     # what Python's json reads but no receiver could take, or cannot be stored as text
     (with_hook('"data": 1e400'), "line 3: data: a number is too large"),
     (with_hook('"data": [-1e999]'), "line 3: data: a number is too large"),
@@ -114,7 +145,7 @@ BAD_LINES = [
 def test_a_bad_line_is_reported_by_number_and_nothing_is_written(
     cli: Cli, db: Db, tmp_path: Path, line: str, message: str
 ) -> None:
-    good = {"at": "+1h", "webhook": [HOOK]}
+    good = {"at": "+1h", "webhooks": [HOOK]}
     f = jsonl(tmp_path / "r.jsonl", good, good, line, good)
     r = cli("import", str(f))
     assert r.code == 2
@@ -127,7 +158,7 @@ def test_a_bad_line_is_reported_by_number_and_nothing_is_written(
 
 def test_a_bad_line_leaves_an_existing_database_unchanged(cli: Cli, db: Db, tmp_path: Path) -> None:
     cli.add("--at", "+1h", "--webhook", HOOK)
-    f = jsonl(tmp_path / "r.jsonl", {"at": "+1h", "webhook": [HOOK]}, {"at": "soon"})
+    f = jsonl(tmp_path / "r.jsonl", {"at": "+1h", "webhooks": [HOOK]}, {"at": "soon"})
     assert cli("import", str(f)).code == 2
     assert reminder_count(db) == 1
 
@@ -135,8 +166,8 @@ def test_a_bad_line_leaves_an_existing_database_unchanged(cli: Cli, db: Db, tmp_
 def test_a_bad_line_late_in_a_large_file_writes_nothing(cli: Cli, tmp_path: Path) -> None:
     # Far more lines than one chunk of the spool or of the insert: nothing is kept of them.
     kept = cli.add("--at", "+1h", "--webhook", HOOK, "--key", "kept")
-    good = [{"at": "+1h", "webhook": [HOOK], "key": f"k{i}"} for i in range(49_999)]
-    f = jsonl(tmp_path / "big.jsonl", *good, {"at": "soon", "webhook": [HOOK]})
+    good = [{"at": "+1h", "webhooks": [HOOK], "key": f"k{i}"} for i in range(49_999)]
+    f = jsonl(tmp_path / "big.jsonl", *good, {"at": "soon", "webhooks": [HOOK]})
     r = cli("import", str(f))
     assert (r.code, r.out) == (2, "")
     assert r.err.startswith("duequeue: error: line 50000: at:")
@@ -146,7 +177,7 @@ def test_a_bad_line_late_in_a_large_file_writes_nothing(cli: Cli, tmp_path: Path
 def test_a_large_file_is_imported_whole_and_a_key_repeated_chunks_later_is_skipped(
     cli: Cli, tmp_path: Path
 ) -> None:
-    items = [{"at": "+1h", "webhook": [HOOK], "key": f"k{i}"} for i in range(25_000)]
+    items = [{"at": "+1h", "webhooks": [HOOK], "key": f"k{i}"} for i in range(25_000)]
     f = jsonl(tmp_path / "big.jsonl", *items, items[0])
     r = cli("import", str(f), "--json")
     assert r.json() == {"lines": 25_001, "imported": 25_000, "skipped": 1}
@@ -154,7 +185,7 @@ def test_a_large_file_is_imported_whole_and_a_key_repeated_chunks_later_is_skipp
 
 
 def test_import_reads_stdin(cli: Cli, db: Db) -> None:
-    lines = "".join(json.dumps({"at": "+1h", "webhook": [HOOK], "key": k}) + "\n" for k in "ab")
+    lines = "".join(json.dumps({"at": "+1h", "webhooks": [HOOK], "key": k}) + "\n" for k in "ab")
     r = cli.runner.invoke(app, ["import", "-", "--json"], input=lines, env=cli.env)
     assert (r.exit_code, json.loads(r.stdout)) == (0, {"lines": 2, "imported": 2, "skipped": 0})
     assert reminder_count(db) == 2
@@ -174,7 +205,7 @@ def test_an_empty_file_imports_nothing(cli: Cli, tmp_path: Path) -> None:
 
 def test_a_line_that_is_not_utf8_is_reported(cli: Cli, db: Db, tmp_path: Path) -> None:
     f = tmp_path / "latin1.jsonl"
-    f.write_bytes(b'{"at": "+1h", "webhook": ["' + HOOK.encode() + b'"], "subject": "caf\xe9"}\n')
+    f.write_bytes(b'{"at": "+1h", "webhooks": ["' + HOOK.encode() + b'"], "subject": "caf\xe9"}\n')
     r = cli("import", str(f))
     assert (r.code, r.err) == (2, "duequeue: error: line 1: not UTF-8 text\n")
     assert reminder_count(db) == 0

@@ -158,7 +158,10 @@ def test_retry_needs_ids_or_all_dead_but_not_both(cli: Cli) -> None:
     for args in ([], ["1", "--all-dead"]):
         r = cli("retry", *args)
         assert r.code == 2
-        assert r.err.startswith("duequeue: error: retry: give reminder ids or --all-dead")
+        assert r.err == (
+            "duequeue: error: ID/--all-dead: give reminder ids or ask for all dead ones, "
+            "not both or neither\n"
+        )
     cli.add("--at", "+1h", "--email", "ann@example.com")
     r = cli("retry", "5")
     assert (r.code, r.err) == (2, "duequeue: error: ID: no reminder with id 5\n")
@@ -424,7 +427,7 @@ def test_help_lists_the_operator_commands(cli: Cli) -> None:
 def test_doctor_reports_a_damaged_database(cli: Cli, db_path: Path, tmp_path: Path) -> None:
     import apsw
 
-    lines = [json.dumps({"at": "+1h", "webhook": [HOOK], "body": "x" * 500}) for _ in range(300)]
+    lines = [json.dumps({"at": "+1h", "webhooks": [HOOK], "body": "x" * 500}) for _ in range(300)]
     f = tmp_path / "many.jsonl"
     f.write_text("\n".join(lines) + "\n")
     assert cli("import", str(f)).code == 0

@@ -238,7 +238,7 @@ def test_next_of_a_finished_or_unknown_reminder(db_path: Path, http: HttpSink) -
     cli.tick()
     assert cli("next", str(rid)).out == f"reminder {rid} is done: no further fires\n"
     missing = cli("next", "999")
-    assert (missing.code, missing.err) == (2, "duequeue: error: no reminder with id 999\n")
+    assert (missing.code, missing.err) == (2, "duequeue: error: ID: no reminder with id 999\n")
 
 
 def test_add_dry_run_shows_fires_and_writes_nothing(db_path: Path) -> None:

@@ -103,7 +103,7 @@ def test_secrets_never_show_in_inspect_history_or_config(cli: Cli, http: HttpSin
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--webhook-secret", OLD], "--webhook-secret: given without a --webhook"),
+        (["--webhook-secret", OLD], "--webhook-secret: given without a webhook"),
         (
             ["--webhook", "https://a.example/h", "--webhook-secret", "whsec_short"],
             "--webhook-secret: the part after 'whsec_' is not base64",
@@ -140,7 +140,7 @@ def test_a_bad_webhook_secret_exits_2_naming_the_flag_and_writes_nothing(
 
 def test_import_takes_a_webhook_secret(cli: Cli, http: HttpSink, tmp_path: Path) -> None:
     lines = tmp_path / "r.jsonl"
-    line = {"at": "now", "webhook": http.url("/i"), "webhook_secret": f"{OLD} {NEW}"}
+    line = {"at": "now", "webhooks": http.url("/i"), "webhook_secret": f"{OLD} {NEW}"}
     lines.write_text(json.dumps(line) + "\n")
 
     assert cli("import", str(lines)).code == 0

@@ -1,0 +1,281 @@
+"""What `add` takes, made into a reminder: a request as given (to Queue.add, on an import line)
+checked field by field into a reminder ready to store, what the user should know about it, and
+its first fires. Nothing here touches the store."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, cast
+
+from duequeue import targets as channel_table
+from duequeue import validate
+from duequeue.config import Settings
+from duequeue.errors import BadInputError
+from duequeue.schedule import rules as schedule
+from duequeue.store.base import Channel, NewReminder, NewTarget
+from duequeue.timefmt import from_ms, iso, parse_duration, to_ms
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
+    from duequeue.schedule.rules import RuleKind
+
+
+@dataclass(frozen=True, slots=True)
+class AddRequest:
+    """The `add` arguments as given (to Queue.add, or on an import line), not yet validated.
+
+    Field names are the API's, and so are the names errors give: `at`, `webhooks[1]`.
+    """
+
+    at: str | datetime | timedelta | None
+    tz: str | None = None
+    rrule: str | None = None
+    cron: str | None = None
+    emails: tuple[str, ...] = ()
+    webhooks: tuple[str, ...] = ()
+    notify: tuple[str, ...] = ()
+    targets: tuple[tuple[str, str], ...] = ()  # (channel, address)
+    # One secret for every webhook, or one per webhook in order; each may hold several (rotation).
+    webhook_secrets: tuple[str, ...] = ()
+    subject: str = "Reminder"
+    body: str = ""
+    data: Any = None  # a JSON value, None for none
+    data_json: str | None = None  # or the same as JSON text (the CLI's --data)
+    key: str | None = None
+    misfire_grace: str | timedelta | None = None
+
+
+def request(
+    at: str | datetime | timedelta | None,
+    tz: str | None,
+    rrule: str | None,
+    cron: str | None,
+    emails: Iterable[str],
+    webhooks: Iterable[str],
+    notify: Iterable[str],
+    targets: Iterable[tuple[str, str]],
+    webhook_secret: str | Iterable[str] | None,
+    subject: str,
+    body: str,
+    data: Any,
+    data_json: str | None,
+    key: str | None,
+    misfire_grace: str | timedelta | None,
+) -> AddRequest:
+    """Return Queue.add's arguments as one request, each list checked to be one."""
+    return AddRequest(
+        at=at,
+        tz=tz,
+        rrule=rrule,
+        cron=cron,
+        emails=_strings("emails", emails),
+        webhooks=_strings("webhooks", webhooks),
+        notify=_strings("notify", notify),
+        targets=tuple(_list("targets", targets)),
+        webhook_secrets=(
+            ()
+            if webhook_secret is None
+            else (webhook_secret,)
+            if isinstance(webhook_secret, str)
+            else _strings("webhook_secret", webhook_secret)
+        ),
+        subject=subject,
+        body=body,
+        data=data,
+        data_json=data_json,
+        key=key,
+        misfire_grace=misfire_grace,
+    )
+
+
+def _list(name: str, values: Iterable[Any]) -> Iterable[Any]:
+    if isinstance(values, str | bytes):
+        raise BadInputError("give a list, not one string", field=name)
+    return values
+
+
+def _strings(name: str, values: Iterable[str]) -> tuple[str, ...]:
+    found = tuple(_list(name, values))
+    for i, value in enumerate(found):
+        if not isinstance(value, str):
+            raise BadInputError(f"expected a string, not {value!r}", field=f"{name}[{i}]")
+    return found
+
+
+def build_reminder(
+    req: AddRequest, default_tz: str, now: datetime, *, block_private: bool = False
+) -> NewReminder:
+    """Validate an add request into a reminder ready to store.
+
+    `block_private`: DUEQUEUE_WEBHOOK_BLOCK_PRIVATE, under which notify targets are refused.
+    """
+    validate.utf8(
+        [
+            ("at", req.at if isinstance(req.at, str) else None),
+            ("tz", req.tz),
+            ("rrule", req.rrule),
+            ("cron", req.cron),
+            ("subject", req.subject),
+            ("body", req.body),
+            ("data_json", req.data_json),
+            ("key", req.key),
+            ("misfire_grace", req.misfire_grace if isinstance(req.misfire_grace, str) else None),
+        ]
+    )
+    if req.rrule is not None and req.cron is not None:
+        raise BadInputError("give one recurrence, not both", field=("rrule", "cron"))
+    if req.data is not None and req.data_json is not None:
+        raise BadInputError("give data as a value or as JSON text, not both", field="data")
+    zone = schedule.parse_zone(req.tz or _zone_of(req.at) or default_tz)
+    if req.at is None and req.cron is None:
+        raise BadInputError("required (a time such as 2027-01-05T09:00, +15m or now)", field="at")
+    start = _start(req.at, zone, now)
+    new_targets = _targets(req, block_private)
+    grace = None if req.misfire_grace is None else _grace_ms(req.misfire_grace)
+    fire_at = to_ms(start)
+    kind: RuleKind | None = None
+    rule_text = None
+    if req.rrule is not None or req.cron is not None:
+        kind, text = ("rrule", req.rrule) if req.rrule is not None else ("cron", req.cron)
+        assert text is not None
+        wall = schedule.named_wall(req.at) if isinstance(req.at, str) else None
+        rule = schedule.parse_rule(kind, text, zone, start, wall)
+        first = schedule.first_fire(rule)
+        if first is None:
+            raise BadInputError("the rule has no fire at or after its start", field=kind)
+        fire_at, rule_text = to_ms(first), rule.text
+    if req.data_json is not None:
+        data = validate.data(req.data_json, "data_json")
+    elif req.data is not None:
+        data = validate.data_value(req.data)
+    else:
+        data = None
+    return NewReminder(
+        subject=validate.subject(req.subject),
+        body=validate.body(req.body),
+        data=data,
+        tz=zone.key,
+        dtstart=to_ms(start),
+        fire_at=fire_at,
+        targets=new_targets,
+        rule_kind=kind,
+        rule=rule_text,
+        misfire_grace_ms=grace,
+        key=validate.key(req.key),
+    )
+
+
+def _targets(req: AddRequest, block_private: bool) -> tuple[NewTarget, ...]:
+    """Return every target given, checked, in the order they are stored, each webhook with its
+    own secret if one was given."""
+    checked: list[NewTarget] = []
+    for name, channel, addresses in (
+        ("emails", "email", req.emails),
+        ("webhooks", "webhook", req.webhooks),
+        ("notify", "notify", req.notify),
+    ):
+        for i, address in enumerate(addresses):
+            checked.append(_target(name, i, channel, address, block_private))
+    for i, pair in enumerate(req.targets):
+        if not (
+            isinstance(pair, tuple | list)
+            and len(pair) == 2
+            and all(isinstance(part, str) for part in pair)
+        ):
+            raise BadInputError("expected a (channel, address) pair", field=f"targets[{i}]")
+        checked.append(_target("targets", i, pair[0], pair[1], block_private))
+    if req.webhook_secrets:
+        hooks = [n for n, t in enumerate(checked) if t.channel == "webhook"]
+        secrets = validate.webhook_secrets(req.webhook_secrets, len(hooks))
+        for n, secret in zip(hooks, secrets, strict=True):
+            checked[n] = replace(checked[n], secret=secret)
+    validate.target_count(len(checked))
+    return tuple(checked)
+
+
+def _target(name: str, index: int, channel: str, address: str, block_private: bool) -> NewTarget:
+    """Return one target checked; an error names it as the list and place it was given in."""
+    try:
+        address.encode("utf-8")  # not a lone surrogate from argv that is not UTF-8
+    except UnicodeEncodeError:
+        raise BadInputError("not valid UTF-8 text", field=f"{name}[{index}]") from None
+    try:
+        checked = channel_table.check(channel, address, block_private=block_private)
+    except BadInputError as exc:
+        raise exc.with_field(f"{name}[{index}]") from None
+    # The table knows the channel, so the store does.
+    return NewTarget(cast(Channel, channel), checked)
+
+
+def _zone_of(at: object) -> str | None:
+    """Return the IANA zone of an aware datetime given in one (a ZoneInfo): its rules then run
+    there."""
+    # By its key rather than isinstance(ZoneInfo): cron's tick does not load zoneinfo.
+    key = getattr(at.tzinfo, "key", None) if isinstance(at, datetime) else None
+    return key if isinstance(key, str) else None
+
+
+def _start(at: str | datetime | timedelta | None, zone: "ZoneInfo", now: datetime) -> datetime:
+    """Return the instant `at` means: an aware datetime, a time from now, or text."""
+    if isinstance(at, datetime):
+        if at.tzinfo is None or at.utcoffset() is None:
+            raise BadInputError("a datetime needs a time zone (tzinfo)", field="at")
+        return at.astimezone(UTC)
+    if isinstance(at, timedelta):
+        return now.astimezone(UTC) + at
+    if at is not None and not isinstance(at, str):
+        raise BadInputError(f"expected a datetime, a timedelta or text, not {at!r}", field="at")
+    return schedule.parse_at(at or "now", zone, now)
+
+
+def _grace_ms(grace: str | timedelta) -> int:
+    if isinstance(grace, str):
+        grace = parse_duration(grace, "misfire_grace")
+    elif not isinstance(grace, timedelta) or grace <= timedelta(0):
+        raise BadInputError(
+            "expected a positive timedelta or text such as 1h", field="misfire_grace"
+        )
+    return grace // timedelta(milliseconds=1)
+
+
+def add_notes(reminder: NewReminder, settings: Settings, now: datetime) -> list[str]:
+    """Return what the user should know about a valid reminder: nothing is wrong with it, but
+    it will not go out as they may expect."""
+    notes = []
+    # Before the current second: rules keep whole seconds, so a rule starting "now" fires at
+    # the start of this second, which is not a past time the user gave.
+    if reminder.fire_at is not None and reminder.fire_at < to_ms(now) // 1000 * 1000:
+        notes.append(
+            f"note: the first fire, {iso(reminder.fire_at)}, is in the past: "
+            "it goes out at the next tick"
+        )
+    if any(t.channel == "email" for t in reminder.targets):
+        missing = [
+            name
+            for name, value in (
+                ("DUEQUEUE_SMTP_URL", settings.smtp_url),
+                ("DUEQUEUE_EMAIL_FROM", settings.email_from),
+            )
+            if not value
+        ]
+        if missing:
+            notes.append(
+                f"warning: {' and '.join(missing)} not set: email targets fail (retried, then "
+                "dead-lettered) until they are; `duequeue doctor` checks the setup"
+            )
+    return notes
+
+
+def fires(
+    rule_kind: "RuleKind | None", rule: str | None, tz: str, dtstart: int, fire_at: int, count: int
+) -> list[datetime]:
+    """Return the pending fire and the ones after it, `count` in all (fewer if the rule ends),
+    as aware datetimes in the reminder's zone `tz`."""
+    zone = schedule.parse_zone(tz)
+    first = from_ms(fire_at)
+    fires = [first]
+    if rule_kind is not None and rule is not None and count > 1:
+        parsed = schedule.parse_rule(rule_kind, rule, zone, from_ms(dtstart))
+        fires += schedule.upcoming(parsed, first, count - 1)
+    return [f.astimezone(zone) for f in fires]

@@ -1,0 +1,225 @@
+"""The public types of results.py, made: from the store's and the engine's records, and from
+what the service returns. The one place stored unix milliseconds become aware UTC datetimes and
+an address is masked for display."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from duequeue.config import Origins, Settings, masked
+from duequeue.engine import tick as engine
+from duequeue.lazy import LazyModule
+from duequeue.store import base as store
+from duequeue.tick_summary import TickSummary
+from duequeue.timefmt import from_ms
+
+if TYPE_CHECKING:
+    from duequeue import results
+    from duequeue import targets as channel_table
+    from duequeue.ops import Ledger
+    from duequeue.store.copy import Copied
+else:
+    # Loaded on first use: results' twenty dataclasses cost a fifth of cron's empty tick, which
+    # needs a TickSummary alone (tick_summary.py), and shows no target.
+    results = LazyModule("duequeue.results")
+    channel_table = LazyModule("duequeue.targets")
+
+_MS = timedelta(milliseconds=1)
+
+
+def _when(ms: int | None) -> datetime | None:
+    return None if ms is None else from_ms(ms)
+
+
+def target(t: store.Target) -> results.Target:
+    """Return a stored target, its address fit to print beside it and its secret left out."""
+    return results.Target(
+        id=t.id,
+        channel=t.channel,
+        address=t.address,
+        display=channel_table.shown(t.channel, t.address),
+        disabled_at=_when(t.disabled_at),
+        has_secret=t.secret is not None,
+    )
+
+
+def reminder(v: store.ReminderView) -> results.Reminder:
+    """Return a reminder as `inspect` lists it."""
+    return results.Reminder(
+        id=v.id,
+        key=v.key,
+        subject=v.subject,
+        targets=tuple(target(t) for t in v.targets),
+        rrule=v.rule if v.rule_kind == "rrule" else None,
+        cron=v.rule if v.rule_kind == "cron" else None,
+        tz=v.tz,
+        state=v.state,
+        fire_at=_when(v.fire_at),
+        next_fire_at=_when(v.next_fire_at),
+        error_count=v.error_count,
+        last_error=v.last_error,
+        last_fired_at=_when(v.last_fired_at),
+        last_sent_at=_when(v.last_sent_at),
+        skipped_fires=v.skipped_fires,
+        created_at=from_ms(v.created_at),
+        start=_when(v.dtstart),
+        dead_fire_at=_when(v.dead_fire_at),
+        dead_at=_when(v.dead_at),
+    )
+
+
+def history(ledger: Ledger) -> results.History:
+    """Return a reminder's ledger, each attempt and retry with its target spelled out."""
+    shown = reminder(ledger.reminder)
+    by_id = {t.id: t for t in shown.targets}
+    return results.History(
+        reminder=shown,
+        attempts=tuple(
+            results.Attempt(
+                at=from_ms(d.at),
+                fire_at=from_ms(d.fire_at),
+                target=by_id.get(d.target_id),
+                outcome=d.outcome,
+                error=d.error,
+                attempt=d.attempt,
+            )
+            for d in ledger.deliveries
+        ),
+        dead_letters=tuple(
+            results.DeadLetter(
+                fire_at=from_ms(d.fire_at),
+                dead_at=from_ms(d.dead_at),
+                error_count=d.error_count,
+                last_error=d.last_error,
+                retried_at=_when(d.retried_at),
+            )
+            for d in ledger.dead_letters
+        ),
+        target_retries=tuple(
+            results.TargetRetry(
+                fire_at=from_ms(r.fire_at),
+                target=by_id.get(r.target_id),
+                error_count=r.error_count,
+                last_error=r.last_error,
+                next_try_at=from_ms(r.next_try_at),
+            )
+            for r in ledger.retries
+        ),
+    )
+
+
+def tick_summary(s: engine.TickSummary, at: datetime) -> TickSummary:
+    """Return the engine's summary of the tick that started at `at`."""
+    return TickSummary(
+        at=at,
+        claimed=s.claimed,
+        batches=s.batches,
+        target_retries=s.target_retries,
+        sent=s.sent,
+        partial=s.partial,
+        retried=s.retried,
+        dead=s.dead,
+        skipped=s.skipped,
+        released=s.released,
+        deliveries_sent=s.deliveries_sent,
+        deliveries_failed=s.deliveries_failed,
+        max_lateness=None if s.max_lateness_ms is None else s.max_lateness_ms * _MS,
+        errors=tuple(s.errors),
+        stopped_by=s.stopped_by,
+    )
+
+
+def changes(found: Sequence[store.Change]) -> list[results.Change]:
+    """Return what `retry`, `cancel` or `enable` did, reminder by reminder."""
+    return [results.Change(c.reminder_id, _when(c.fire_at), c.skipped) for c in found]
+
+
+def stats(s: store.Stats, at: datetime) -> results.Stats:
+    """Return the counts `stats` took at `at`."""
+    return results.Stats(
+        at=at,
+        pending=s.pending,
+        done=s.done,
+        dead=s.dead,
+        cancelled=s.cancelled,
+        due=s.due,
+        retrying=s.retrying,
+        leased=s.leased,
+        dead_letters=s.dead_letters,
+        retrying_targets=s.retrying_targets,
+        disabled_targets=s.disabled_targets,
+        oldest_due_at=_when(s.oldest_due_at),
+        sent_last_hour=s.sent_last_hour,
+        failed_last_hour=s.failed_last_hour,
+        sent_last_day=s.sent_last_day,
+        failed_last_day=s.failed_last_day,
+    )
+
+
+def prune_counts(c: store.PruneCounts, before: datetime, dry_run: bool) -> results.PruneCounts:
+    """Return what `prune` removed (or would, on a dry run) of what finished before `before`."""
+    return results.PruneCounts(
+        before=before,
+        dry_run=dry_run,
+        deliveries=c.deliveries,
+        done=c.done,
+        cancelled=c.cancelled,
+        dead_letters=c.dead_letters,
+    )
+
+
+def doctor_report(found: Iterable[store.HealthCheck]) -> results.DoctorReport:
+    """Return doctor's findings."""
+    return results.DoctorReport(tuple(results.Check(c.name, c.ok, c.detail, c.fix) for c in found))
+
+
+def added(rid: int, created: bool, notes: Iterable[str]) -> results.Added:
+    """Return what `add` did."""
+    return results.Added(rid, created, tuple(notes))
+
+
+def fires(local: Iterable[datetime]) -> tuple[results.Fire, ...]:
+    """Return fires given in the reminder's zone as (UTC, local) pairs."""
+    return tuple(results.Fire(f.astimezone(UTC), f) for f in local)
+
+
+def preview(tz: str, local: Iterable[datetime], notes: Iterable[str]) -> results.Preview:
+    """Return what `add` would schedule."""
+    return results.Preview(tz, fires(local), tuple(notes))
+
+
+def next_fires(v: store.ReminderView, local: Iterable[datetime]) -> results.Fires:
+    """Return a stored reminder's next fires."""
+    return results.Fires(v.id, v.tz, v.state, fires(local))
+
+
+def imported(imported: int, skipped: int, notes: Iterable[str]) -> results.ImportResult:
+    """Return what `import` did."""
+    return results.ImportResult(imported + skipped, imported, skipped, tuple(notes))
+
+
+def migrated(source: str, destination: str, copied: Copied) -> results.Migrated:
+    """Return what `migrate` copied; `destination` is already fit to print."""
+    return results.Migrated(
+        source=source,
+        destination=destination,
+        reminders=copied.reminders,
+        targets=copied.targets,
+        deliveries=copied.deliveries,
+        dead_letters=copied.dead_letters,
+        target_retries=copied.target_retries,
+    )
+
+
+def config_report(settings: Settings, origins: Origins, tz_data: str) -> results.ConfigReport:
+    """Return the effective settings, secrets masked, and where each came from."""
+    values: dict[str, Any] = masked(settings)
+    return results.ConfigReport(
+        settings=values,
+        sources=dict(origins.sources),
+        config_file=str(origins.config_file),
+        config_file_read=origins.config_file_read,
+        tz_data=tz_data,
+    )

@@ -1,0 +1,285 @@
+"""The public types `duequeue.Queue` returns, all importable from `duequeue`.
+
+Plain frozen data: every instant is an aware `datetime` in UTC, every span a `timedelta`. No
+secret is in them: a webhook's own signing secret is only `has_secret`, and an address is given
+both as stored and as fit to print (`display`: a notify URL with its tokens masked). convert.py
+makes them from the store's records; front ends (the CLI, serve) render them. `TickSummary` is
+defined in tick_summary.py and shown here: cron's plain tick builds one every minute and loads
+that module alone.
+"""
+
+__all__ = [
+    "Added",
+    "Attempt",
+    "Change",
+    "Check",
+    "ConfigReport",
+    "DeadLetter",
+    "DoctorReport",
+    "Fire",
+    "Fires",
+    "History",
+    "ImportResult",
+    "Migrated",
+    "Outcome",
+    "Preview",
+    "PruneCounts",
+    "Reminder",
+    "State",
+    "Stats",
+    "Target",
+    "TargetRetry",
+    "TickSummary",
+    "View",
+]
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from duequeue.tick_summary import TickSummary
+
+View = Literal["dead", "due", "pending", "all"]
+State = Literal["pending", "done", "dead", "cancelled"]
+Outcome = Literal["sent", "failed", "permanent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a reminder goes: a channel (`email`, `webhook`, `notify`) and an address."""
+
+    id: int
+    channel: str
+    address: str
+    display: str  # the address fit to print: a notify URL's tokens masked
+    disabled_at: datetime | None = None  # when a 410 Gone switched it off (see Queue.enable)
+    has_secret: bool = False  # a webhook with its own signing secret
+
+
+@dataclass(frozen=True, slots=True)
+class Reminder:
+    """A reminder as `inspect` lists it; in the `dead` view, one dead fire of it."""
+
+    id: int
+    key: str | None
+    subject: str
+    targets: tuple[Target, ...]
+    rrule: str | None
+    cron: str | None
+    tz: str
+    state: State
+    fire_at: datetime | None  # the scheduled instant of the pending fire
+    next_fire_at: datetime | None  # when it is tried (later than fire_at while backing off)
+    error_count: int
+    last_error: str | None
+    last_fired_at: datetime | None  # the scheduled instant of the last delivered fire
+    last_sent_at: datetime | None  # when that fire first reached a target
+    skipped_fires: int
+    created_at: datetime
+    start: datetime | None = None  # the `at` instant: an RRULE's DTSTART
+    dead_fire_at: datetime | None = None  # in the `dead` view: the dead fire
+    dead_at: datetime | None = None
+
+    @property
+    def dead(self) -> bool:
+        """Return whether this is a dead fire (the `dead` view) or a dead one-shot."""
+        return self.dead_fire_at is not None or self.state == "dead"
+
+    @property
+    def last_lateness(self) -> timedelta | None:
+        """Return how late the last delivered fire first reached a target."""
+        if self.last_sent_at is None or self.last_fired_at is None:
+            return None
+        return self.last_sent_at - self.last_fired_at
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """What `Queue.add` did: the reminder's id, and whether it is new."""
+
+    id: int
+    created: bool  # False: a reminder with this key existed; nothing was written
+    # What the user should know: a first fire in the past, email targets without SMTP, or
+    # that the key existed. One line each.
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Fire:
+    """One fire: the instant (UTC) and the same in the reminder's zone."""
+
+    at: datetime
+    local: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """What `Queue.preview` found: the fires a reminder would have, and notes as for add."""
+
+    tz: str
+    fires: tuple[Fire, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Fires:
+    """A stored reminder's next fires (`Queue.next_fires`); none once it is finished."""
+
+    id: int
+    tz: str
+    state: State
+    fires: tuple[Fire, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One delivery attempt of one target for one fire, from the ledger."""
+
+    at: datetime  # when the attempt ended
+    fire_at: datetime  # the scheduled instant it delivered
+    target: Target | None  # None only if the target is gone
+    outcome: Outcome
+    error: str | None
+    attempt: int  # the attempts of that target for that fire so far, this one included
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """One dead fire of a reminder; `retried_at` is set once `retry` re-armed it."""
+
+    fire_at: datetime
+    dead_at: datetime
+    error_count: int
+    last_error: str | None
+    retried_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRetry:
+    """A failed target of a partial success, retrying its fire on its own."""
+
+    fire_at: datetime
+    target: Target | None
+    error_count: int
+    last_error: str | None
+    next_try_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """A reminder, every delivery attempt of it (oldest first) and its dead letters."""
+
+    reminder: Reminder
+    attempts: tuple[Attempt, ...]
+    dead_letters: tuple[DeadLetter, ...]
+    target_retries: tuple[TargetRetry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What `retry`, `cancel` or `enable` did to one reminder: applied, or skipped and why."""
+
+    reminder_id: int
+    fire_at: datetime | None = None  # retry: the dead fire re-armed, due now
+    skipped: str | None = None  # why nothing changed; None when applied
+
+    @property
+    def applied(self) -> bool:
+        """Return whether the reminder was changed."""
+        return self.skipped is None
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Counts of reminders by state, due rows and recent deliveries, taken at one instant."""
+
+    at: datetime
+    pending: int
+    done: int
+    dead: int  # dead one-shots (parked)
+    cancelled: int
+    due: int  # pending rows whose next try is now or past
+    retrying: int  # pending rows backing off after failures
+    leased: int  # rows a tick holds right now
+    dead_letters: int  # dead fires awaiting retry (what the `dead` view lists)
+    retrying_targets: int  # failed targets of a partial success retrying on their own
+    disabled_targets: int  # targets switched off after 410 Gone
+    oldest_due_at: datetime | None
+    sent_last_hour: int
+    failed_last_hour: int  # attempts failed or refused for good
+    sent_last_day: int
+    failed_last_day: int
+
+    @property
+    def oldest_due_lateness(self) -> timedelta | None:
+        """Return how long the oldest due row has waited for a tick; None when none is due."""
+        return None if self.oldest_due_at is None else self.at - self.oldest_due_at
+
+
+@dataclass(frozen=True, slots=True)
+class PruneCounts:
+    """What `prune` removed, or would remove on a dry run."""
+
+    before: datetime  # what finished before this went
+    dry_run: bool
+    deliveries: int  # ledger rows, those of the removed reminders included
+    done: int  # finished one-shots and ended rules
+    cancelled: int
+    dead_letters: int  # retried or moot dead letters of the removed reminders
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """What `import_lines` did."""
+
+    lines: int  # reminders read (blank lines not counted)
+    imported: int
+    skipped: int  # reminders whose key existed already
+    notes: tuple[str, ...] = ()  # e.g. a field read under its old name
+
+
+@dataclass(frozen=True, slots=True)
+class Migrated:
+    """What `migrate` copied, by table."""
+
+    source: str  # the SQLite file
+    destination: str  # the PostgreSQL URL, its password masked
+    reminders: int
+    targets: int
+    deliveries: int
+    dead_letters: int
+    target_retries: int
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One finding of `doctor`: ok or a problem, and how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    """Every check `doctor` ran."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Return whether every check passed."""
+        return all(c.ok for c in self.checks)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigReport:
+    """The effective settings, secrets masked, and where each came from."""
+
+    settings: dict[str, Any]  # by name, as in the config file; secrets masked
+    # by name: "argument" (Queue's keyword, a CLI flag), "DUEQUEUE_X", "config file", "default"
+    sources: dict[str, str]
+    config_file: str  # the file looked for
+    config_file_read: bool  # False: it did not exist (allowed for the default path only)
+    tz_data: str  # the tz database release in use and where it comes from
