@@ -1,4 +1,4 @@
--- duequeue schema, version 5 (SQLite). The single source of truth: applied on first use of a
+-- duequeue schema, version 6 (SQLite). The single source of truth: applied on first use of a
 -- database and shipped inside the wheel. Every time is INTEGER unix milliseconds UTC.
 
 -- 'dque': marks the file as ours, so a foreign SQLite database is refused instead of altered.
@@ -38,7 +38,7 @@ CREATE INDEX reminders_dead ON reminders (dead_at) WHERE dead_at IS NOT NULL;
 CREATE TABLE targets (
     id          INTEGER PRIMARY KEY,
     reminder_id INTEGER NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
-    channel     TEXT NOT NULL CHECK (channel IN ('email', 'webhook', 'notify')),  -- notify: version 4
+    channel     TEXT NOT NULL,        -- a registered channel's name (channels/registry.py)
     address     TEXT NOT NULL,
     disabled_at INTEGER,                   -- version 3: its endpoint answered 410 Gone; skipped
     disabled_reason TEXT,
@@ -101,4 +101,4 @@ CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT 
 -- Version 4: `doctor` finds the notify targets without reading the others.
 CREATE INDEX targets_notify ON targets (address) WHERE channel = 'notify';
 
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;

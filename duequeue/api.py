@@ -135,7 +135,7 @@ class Queue:
         )  # fmt: skip
         now = _now()
         reminder = compose.build_reminder(
-            req, self.settings.tz, now, block_private=self.settings.webhook_block_private
+            req, self.settings.tz, now, settings=self.settings.by_name()
         )
         rid, created = service.add(self._open(), reminder, now)
         if not created:
@@ -172,9 +172,7 @@ class Queue:
             body, data, data_json, key, misfire_grace,
         )  # fmt: skip
         now = _now()
-        r = compose.build_reminder(
-            req, self.settings.tz, now, block_private=self.settings.webhook_block_private
-        )
+        r = compose.build_reminder(req, self.settings.tz, now, settings=self.settings.by_name())
         assert r.fire_at is not None  # a new reminder always has its first fire
         local = compose.fires(r.rule_kind, r.rule, r.tz, r.dtstart, r.fire_at, count)
         return convert.preview(r.tz, local, compose.add_notes(r, self.settings, now))
@@ -200,7 +198,7 @@ class Queue:
                 self.settings.tz,
                 now,
                 counted,
-                block_private=self.settings.webhook_block_private,
+                settings=self.settings.by_name(),
             )
             with parsed.spool as spool:
                 if progress is not None:

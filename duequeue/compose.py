@@ -2,17 +2,17 @@
 checked field by field into a reminder ready to store, what the user should know about it, and
 its first fires. Nothing here touches the store."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from duequeue import targets as channel_table
 from duequeue import validate
+from duequeue.channels import registry
 from duequeue.config import Settings
 from duequeue.errors import BadInputError
 from duequeue.schedule import rules as schedule
-from duequeue.store.base import Channel, NewReminder, NewTarget
+from duequeue.store.base import NewReminder, NewTarget
 from duequeue.timefmt import from_ms, iso, parse_duration, to_ms
 
 if TYPE_CHECKING:
@@ -104,11 +104,12 @@ def _strings(name: str, values: Iterable[str]) -> tuple[str, ...]:
 
 
 def build_reminder(
-    req: AddRequest, default_tz: str, now: datetime, *, block_private: bool = False
+    req: AddRequest, default_tz: str, now: datetime, *, settings: Mapping[str, Any] | None = None
 ) -> NewReminder:
     """Validate an add request into a reminder ready to store.
 
-    `block_private`: DUEQUEUE_WEBHOOK_BLOCK_PRIVATE, under which notify targets are refused.
+    `settings`: every setting by name (Settings.by_name()): a channel may check an address
+    against them (notify targets are refused under DUEQUEUE_WEBHOOK_BLOCK_PRIVATE).
     """
     validate.utf8(
         [
@@ -131,7 +132,7 @@ def build_reminder(
     if req.at is None and req.cron is None:
         raise BadInputError("required (a time such as 2027-01-05T09:00, +15m or now)", field="at")
     start = _start(req.at, zone, now)
-    new_targets = _targets(req, block_private)
+    new_targets = _targets(req, settings or {})
     grace = None if req.misfire_grace is None else _grace_ms(req.misfire_grace)
     fire_at = to_ms(start)
     kind: RuleKind | None = None
@@ -166,7 +167,7 @@ def build_reminder(
     )
 
 
-def _targets(req: AddRequest, block_private: bool) -> tuple[NewTarget, ...]:
+def _targets(req: AddRequest, settings: Mapping[str, Any]) -> tuple[NewTarget, ...]:
     """Return every target given, checked, in the order they are stored, each webhook with its
     own secret if one was given."""
     checked: list[NewTarget] = []
@@ -176,7 +177,7 @@ def _targets(req: AddRequest, block_private: bool) -> tuple[NewTarget, ...]:
         ("notify", "notify", req.notify),
     ):
         for i, address in enumerate(addresses):
-            checked.append(_target(name, i, channel, address, block_private))
+            checked.append(_target(name, i, channel, address, settings))
     for i, pair in enumerate(req.targets):
         if not (
             isinstance(pair, tuple | list)
@@ -184,9 +185,10 @@ def _targets(req: AddRequest, block_private: bool) -> tuple[NewTarget, ...]:
             and all(isinstance(part, str) for part in pair)
         ):
             raise BadInputError("expected a (channel, address) pair", field=f"targets[{i}]")
-        checked.append(_target("targets", i, pair[0], pair[1], block_private))
+        checked.append(_target("targets", i, pair[0], pair[1], settings))
     if req.webhook_secrets:
-        hooks = [n for n, t in enumerate(checked) if t.channel == "webhook"]
+        # The targets whose channel takes a secret of its own (a webhook's signing secret).
+        hooks = [n for n, t in enumerate(checked) if registry.get(t.channel).secrets]
         secrets = validate.webhook_secrets(req.webhook_secrets, len(hooks))
         for n, secret in zip(hooks, secrets, strict=True):
             checked[n] = replace(checked[n], secret=secret)
@@ -194,18 +196,19 @@ def _targets(req: AddRequest, block_private: bool) -> tuple[NewTarget, ...]:
     return tuple(checked)
 
 
-def _target(name: str, index: int, channel: str, address: str, block_private: bool) -> NewTarget:
+def _target(
+    name: str, index: int, channel: str, address: str, settings: Mapping[str, Any]
+) -> NewTarget:
     """Return one target checked; an error names it as the list and place it was given in."""
     try:
         address.encode("utf-8")  # not a lone surrogate from argv that is not UTF-8
     except UnicodeEncodeError:
         raise BadInputError("not valid UTF-8 text", field=f"{name}[{index}]") from None
     try:
-        checked = channel_table.check(channel, address, block_private=block_private)
+        checked = registry.check(channel, address, settings)
     except BadInputError as exc:
         raise exc.with_field(f"{name}[{index}]") from None
-    # The table knows the channel, so the store does.
-    return NewTarget(cast(Channel, channel), checked)
+    return NewTarget(channel, checked)
 
 
 def _zone_of(at: object) -> str | None:

@@ -1,8 +1,9 @@
 """Settings from flags > environment (DUEQUEUE_*) > TOML config file > defaults, validated once."""
 
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,8 +39,19 @@ class Settings:
     # Whether notify targets get the reminder's `data` (as JSON under the body); webhooks always do.
     notify_data: bool = False
     # Claimed rows after which a tick commits, and makes its next claims, through a helper
-    # process (commithelper.py); set it high to keep all of that in the tick's own process.
+    # process (engine/helper.py); set it high to keep all of that in the tick's own process.
     commit_helper_rows: int = 1000
+    # Modules that register more channels (channels/registry.py), comma-separated: imported
+    # before the settings are read, so that the settings those channels declare are read too.
+    channels: str = ""
+    # The values of those channels' own settings, by name (not a setting itself).
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def by_name(self) -> dict[str, Any]:
+        """Return every setting by its name, the channels' own included: what a channel reads
+        its settings from."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        return {**values, **self.extra}
 
     @property
     def retry_policy(self) -> RetryPolicy:
@@ -124,7 +136,10 @@ def load_settings_traced(
     from_file = _read_config_file(path, required=bool(explicit))
     merged: dict[str, Any] = dict(from_file or {})
     sources = dict.fromkeys(merged, "config file")
-    names = {f.name for f in fields(Settings)}
+    own = {f.name for f in fields(Settings)} - {"extra"}
+    modules = flags.get("channels") or env.get(env_name("channels")) or merged.get("channels")
+    declared = _channel_settings(str(modules)) if modules else {}
+    names = own | declared.keys()
     for name in names:
         value = env.get(env_name(name))
         if value not in (None, ""):
@@ -133,13 +148,33 @@ def load_settings_traced(
     merged.update(flags)
     sources.update(dict.fromkeys(flags, "argument"))
     merged.setdefault("db", str(default_db_path()))
-    settings = _validate(merged, names, env)
+    extra = {name: merged.pop(name, default) for name, default in declared.items()}
+    settings = _validate(merged, own, env)
+    if extra:
+        settings = replace(settings, extra=extra)
     origins = Origins(
         path,
         from_file is not None,
-        {f.name: sources.get(f.name, "default") for f in fields(Settings)},
+        {name: sources.get(name, "default") for name in sorted(names)},
     )
     return settings, origins
+
+
+def _channel_settings(modules: str) -> dict[str, Any]:
+    """Import the modules that register more channels; return the settings those channels
+    declare, with their defaults."""
+    import importlib  # lazy: only a configuration that names channel modules needs it
+
+    from duequeue.channels import registry  # lazy: likewise
+
+    for name in (m.strip() for m in modules.split(",")):
+        if not name:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            raise ConfigError(f"cannot import {name!r}: {exc}", field="channels") from exc
+    return registry.declared_settings()
 
 
 def _read_config_file(path: Path, *, required: bool) -> dict[str, Any] | None:
@@ -240,13 +275,13 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
 
 def _check_email_from(value: str) -> None:
     """Accept `addr@domain` or `Name <addr@domain>`, as the From header and envelope take it."""
-    from duequeue.validate import is_email_address  # lazy: only when set
+    from duequeue.channels.email import is_address  # lazy: only when set
 
     name, bracket, rest = value.partition("<")
     address = rest.removesuffix(">") if bracket else value
     # isprintable: no control character may reach a mail header (CR/LF would inject one).
     well_formed = not bracket or (rest.endswith(">") and ">" not in name)
-    if not (well_formed and value.isprintable() and is_email_address(address.strip())):
+    if not (well_formed and value.isprintable() and is_address(address.strip())):
         raise ConfigError(
             f"{value!r} is not an email address "
             "(give reminders@example.com or 'Reminders <reminders@example.com>')",
@@ -303,15 +338,21 @@ def _parse_bool(raw: Any, field: str) -> bool:
 
 
 def masked(settings: Settings) -> dict[str, Any]:
-    """Return the settings as a dict with secrets masked, for display."""
+    """Return the settings as a dict with secrets masked, for display; the channels' own
+    settings after duequeue's, a value whose name says it is a secret masked whole."""
     out: dict[str, Any] = {}
-    for f in fields(Settings):
-        value = getattr(settings, f.name)
-        if f.name == "webhook_secret" and value:
+    for name, value in settings.by_name().items():
+        if name == "webhook_secret" and value:
             value = "whsec_****"
-        elif f.name in ("smtp_url", "db") and value:
+        elif name in ("smtp_url", "db") and value:
             from duequeue import redact  # lazy: only shown settings need it
 
             value = redact.url(value)  # a postgresql:// URL may carry a password too
-        out[f.name] = value
+        elif name in settings.extra and value and _SECRET_NAME.search(name):
+            value = "****"
+        out[name] = value
     return out
+
+
+# A channel's own setting whose name says it holds a secret (sms_api_key, chat_token, ...).
+_SECRET_NAME = re.compile(r"secret|password|passwd|token|key", re.IGNORECASE)

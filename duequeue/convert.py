@@ -17,14 +17,14 @@ from duequeue.timefmt import from_ms
 
 if TYPE_CHECKING:
     from duequeue import results
-    from duequeue import targets as channel_table
+    from duequeue.channels import registry
     from duequeue.ops import Ledger
     from duequeue.store.copy import Copied
 else:
     # Loaded on first use: results' twenty dataclasses cost a fifth of cron's empty tick, which
     # needs a TickSummary alone (tick_summary.py), and shows no target.
     results = LazyModule("duequeue.results")
-    channel_table = LazyModule("duequeue.targets")
+    registry = LazyModule("duequeue.channels.registry")
 
 _MS = timedelta(milliseconds=1)
 
@@ -39,7 +39,7 @@ def target(t: store.Target) -> results.Target:
         id=t.id,
         channel=t.channel,
         address=t.address,
-        display=channel_table.shown(t.channel, t.address),
+        display=registry.shown(t.channel, t.address),
         disabled_at=_when(t.disabled_at),
         has_secret=t.secret is not None,
     )

@@ -4,7 +4,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from duequeue.channels import notify, smtpprobe
+from duequeue.channels import apprise_urls, smtpprobe
 from duequeue.channels.signing import padding_missing, parse_secrets
 from duequeue.config import env_name
 from duequeue.errors import ConfigError, DuequeueError
@@ -184,8 +184,8 @@ def notify_checks(settings: Any, open_store: Callable[[str], Any]) -> list[Check
     if not urls:
         return []
     try:
-        notify.apprise_module()
-    except notify.MissingExtraError as exc:
+        apprise_urls.apprise_module()
+    except apprise_urls.MissingExtraError as exc:
         return [
             Check(
                 "notify targets",
@@ -196,7 +196,7 @@ def notify_checks(settings: Any, open_store: Callable[[str], Any]) -> list[Check
         ]
     bad: dict[str, str] = {}
     for url in urls:
-        problem = notify.problem(url)
+        problem = apprise_urls.problem(url)
         if problem is not None:
             bad.setdefault(url.split("://", 1)[0], problem)
     if bad:

@@ -4,7 +4,7 @@ exactly as `add` validates."""
 import contextlib
 import gc
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -69,7 +69,7 @@ def parse_lines(
     now: datetime,
     progress: Callable[[int], None] | None = None,
     *,
-    block_private: bool = False,
+    settings: Mapping[str, Any] | None = None,
 ) -> Parsed:
     """Validate every line into a reminder; raise on the first bad one, naming its line number.
 
@@ -84,7 +84,7 @@ def parse_lines(
             if progress is not None:
                 progress(len(raw))
             if raw.strip():
-                spool.add(_line(raw, number, default_tz, now, block_private, old))
+                spool.add(_line(raw, number, default_tz, now, settings or {}, old))
     except BaseException:
         spool.close()
         raise
@@ -101,7 +101,7 @@ def _line(
     number: int,
     default_tz: str,
     now: datetime,
-    block_private: bool,
+    settings: Mapping[str, Any],
     old: set[str],
 ) -> NewReminder:
     try:
@@ -151,7 +151,7 @@ def _line(
             key=get("key"),
             misfire_grace=get("misfire_grace"),
         )
-        reminder = build_reminder(req, default_tz, now, block_private=block_private)
+        reminder = build_reminder(req, default_tz, now, settings=settings)
     except BadInputError as exc:
         # Named as the line named it: `email[0]` in a line that still says "email".
         fields = tuple(_as_written(f, renamed) for f in exc.fields)

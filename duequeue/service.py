@@ -56,11 +56,7 @@ def run_tick(
         webhook_concurrency=settings.concurrency,
         webhook_per_host=settings.webhook_per_host,
         channel_timeout=settings.channel_timeout,
-        smtp_url=settings.smtp_url,
-        email_from=settings.email_from,
-        webhook_secret=settings.webhook_secret,
-        webhook_block_private=settings.webhook_block_private,
-        notify_data=settings.notify_data,
+        settings=settings.by_name(),
         busy_timeout_s=settings.busy_timeout,
         # The helper reopens the store the way the CLI opened it.
         commit_helper=HelperOptions(

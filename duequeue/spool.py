@@ -65,7 +65,7 @@ class Spool:
             except EOFError:
                 return
             for subject, body, data, tz, dtstart, fire_at, targets, *rest in chunk:
-                ts = tuple(NewTarget(*t) for t in targets)  # type: ignore[arg-type]
+                ts = tuple(NewTarget(*t) for t in targets)
                 yield NewReminder(subject, body, data, tz, dtstart, fire_at, ts, *rest)
 
     def close(self) -> None:

@@ -6,14 +6,10 @@ is (`webhooks[1]`). Nothing is written before these pass.
 """
 
 import functools
-import ipaddress
 import json
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
-
-import idna
 
 from duequeue.channels.signing import parse_secrets
 from duequeue.errors import BadInputError, ConfigError
@@ -53,72 +49,6 @@ def utf8(fields: Iterable[tuple[str, str | None]]) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise BadInputError("not valid UTF-8 text", field=field) from None
-
-
-def is_email_address(address: str) -> bool:
-    """Return whether `address` is a plain ASCII `local@domain` address."""
-    return len(address) <= MAX_EMAIL and bool(_EMAIL.match(address)) and ".." not in address
-
-
-def email_address(address: str) -> str:
-    """Return a valid email address or raise."""
-    if not is_email_address(address):
-        raise BadInputError(f"{address!r} is not a valid email address")
-    return address
-
-
-@functools.lru_cache(maxsize=4096)
-def webhook_url(url: str) -> str:
-    """Return a valid http(s) webhook URL or raise.
-
-    Cached: an import of thousands of reminders usually names a handful of receivers, and
-    checking a URL was a third of an imported reminder's cost (a refused URL is not cached).
-
-    Credentials in the URL (`https://user:pass@host/`) are refused: the URL is shown by
-    `inspect` and stored in clear, so a secret does not belong in it; use the signing secret or
-    a token the receiver checks.
-    """
-    if len(url) > MAX_URL:
-        raise BadInputError(f"URL longer than {MAX_URL} characters")
-    if _CONTROL.search(url) or " " in url:
-        raise BadInputError(f"{url!r} contains spaces or control characters")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise BadInputError(f"{url!r} is not a valid URL ({exc})") from None
-    if parts.scheme not in ("http", "https"):
-        raise BadInputError(f"{url!r} must start with http:// or https://")
-    if not parts.hostname:
-        raise BadInputError(f"{url!r} has no host")
-    if parts.username is not None or parts.password is not None:
-        raise BadInputError(
-            "credentials in the URL are not supported (they would be stored and "
-            "shown in clear); use DUEQUEUE_WEBHOOK_SECRET or a token the receiver checks"
-        )
-    if port == 0:
-        raise BadInputError(f"{url!r} has port 0")
-    _host(parts.hostname, url)
-    return url
-
-
-def _host(host: str, url: str) -> None:
-    """Raise unless `host` is an IP address or a DNS name (IDNA names in Unicode are fine)."""
-    try:
-        ipaddress.ip_address(host)
-        return
-    except ValueError:
-        pass
-    ascii_host = host
-    if not host.isascii() or "xn--" in host.lower():
-        try:
-            ascii_host = idna.encode(host, uts46=True).decode("ascii")
-            idna.decode(ascii_host)
-        except (idna.IDNAError, UnicodeError):
-            raise BadInputError(f"{url!r} has an invalid international host") from None
-    labels = ascii_host.rstrip(".").split(".")
-    if len(ascii_host) > MAX_HOST or not all(_LABEL.match(label) for label in labels):
-        raise BadInputError(f"{url!r} has an invalid host name")
 
 
 def subject(text: str) -> str:
@@ -235,31 +165,6 @@ def target_count(n: int) -> None:
         raise BadInputError("give at least one target", field=TARGET_FIELDS)
     if n > MAX_TARGETS:
         raise BadInputError(f"at most {MAX_TARGETS} targets per reminder", field=TARGET_FIELDS)
-
-
-@functools.lru_cache(maxsize=1024)
-def notify_url(url: str) -> str:
-    """Return a valid Apprise URL or raise; Apprise itself must be installed (the extra).
-
-    Cached as webhook_url is: an import names a handful of services many times.
-    """
-    if len(url) > MAX_URL:
-        raise BadInputError(f"URL longer than {MAX_URL} characters")
-    if _CONTROL.search(url) or " " in url:
-        # Not quoted: the URL holds tokens.
-        raise BadInputError("the URL contains spaces or control characters")
-    # Lazy: only a notify target needs the notify channel (asyncio, threading, the Apprise
-    # extra).
-    from duequeue.channels import notify
-
-    try:
-        problem = notify.problem(url)
-    except notify.MissingExtraError as exc:
-        raise BadInputError(str(exc)) from None
-    if problem is not None:
-        scheme = url.split("://", 1)[0] if "://" in url else url[:20]
-        raise BadInputError(f"{scheme}://...: {problem}")
-    return url
 
 
 def webhook_secrets(secrets: tuple[str, ...], webhooks: int) -> tuple[str | None, ...]:

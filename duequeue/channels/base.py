@@ -1,8 +1,12 @@
-"""What every channel receives (a Message) and returns (an Outcome)."""
+"""What every channel receives (a Message) and returns (an Outcome), and the checks every
+channel's addresses share."""
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
+
+from duequeue.errors import BadInputError
 
 Status = Literal["sent", "failed", "permanent"]
 
@@ -61,3 +65,19 @@ def causes(exc: BaseException) -> list[BaseException]:
         chain.append(current)
         current = current.__cause__ or current.__context__
     return chain
+
+
+# What any channel's address may be, whatever the channel: short, one line, no spaces.
+MAX_ADDRESS = 2048
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def plain_text(address: str, *, what: str = "URL", quote: bool = True) -> None:
+    """Raise BadInputError unless `address` (a `what`) is at most MAX_ADDRESS characters of one
+    line without spaces or control characters; `quote`: whether the message may quote it (not
+    when it holds tokens)."""
+    if len(address) > MAX_ADDRESS:
+        raise BadInputError(f"{what} longer than {MAX_ADDRESS} characters")
+    if _CONTROL.search(address) or " " in address:
+        shown = repr(address) if quote else f"the {what}"
+        raise BadInputError(f"{shown} contains spaces or control characters")

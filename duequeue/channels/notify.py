@@ -2,44 +2,23 @@
 
 `slack://`, `discord://`, `tgram://`, `ntfys://host/topic`, `mmost://`, `gotify://`, `json://`,
 ... (https://github.com/caronc/apprise/wiki). Apprise is an optional extra (`pip install
-'duequeue[notify]'`), imported only when a notify target is due, so the core install and the
-empty tick never pay for it.
+'duequeue[notify]'`), imported only when a notify target is added, shown or due, so the core
+install and the empty tick never pay for it.
 
-Apprise's calls block (requests underneath), so each send runs on a small pool of threads of
-its own, never on the tick's event loop. A send waits for a free thread before its timer starts
-(the wait is not counted against the attempt), and a thread counts as busy until its call has
-really returned, even after the tick stopped waiting for it: a slow service holds its own
-threads, never the loop or the other channels. Apprise's own connect and read timeouts are set
-to the channel's, so a call ends on its own; the channel's wait on it is the attempt's bound.
-
-Apprise returns only True or False; why a send failed is in what it logs. A handler on the
-`apprise` logger keeps each thread's warnings apart, and the send's outcome quotes them
-(redacted: Apprise URLs carry tokens). An HTTP 4xx that cannot pass on a retry is `permanent`,
-like a webhook's; everything else is `failed` and retried on the backoff table.
+Here: what a notify target's address may be (a URL Apprise can send to), how it is shown (its
+tokens masked), and how a tick opens the channel. The sending itself is notify_sender.py.
 """
 
-import asyncio
+import contextlib
 import functools
-import logging
-import re
-import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from duequeue import redact
-from duequeue.channels.base import SENT, TRANSIENT_4XX, Message, Outcome
+from duequeue.channels.apprise_urls import WORKERS, MissingExtraError, masked, problem
+from duequeue.channels.base import plain_text
+from duequeue.channels.registry import Channel, Opening, Sender, register
+from duequeue.errors import BadInputError
 
-# Apprise's HTTP plugins end a failure's message with ", error=503." (their status code).
-_STATUS = re.compile(r"error=(\d{3})\b")
-_MAX_ERROR = 300
-WORKERS = 4
-
-
-class MissingExtraError(Exception):
-    """Apprise is not installed."""
-
-
-INSTALL_HINT = "notify targets need Apprise: pip install 'duequeue[notify]'"
 # DUEQUEUE_WEBHOOK_BLOCK_PRIVATE guards aiohttp's connections (netguard.py); Apprise's go
 # through requests, out of its reach, so notify targets are refused rather than let through.
 BLOCKED = (
@@ -48,221 +27,45 @@ BLOCKED = (
 )
 
 
-def apprise_module() -> Any:
-    """Return the apprise module, or raise MissingExtraError saying how to install it."""
-    try:
-        import apprise
-    except ImportError:
-        raise MissingExtraError(INSTALL_HINT) from None
-    return apprise
+def check(url: str, settings: Mapping[str, Any]) -> str:
+    """Return a valid Apprise URL or raise; Apprise itself must be installed (the extra).
 
-
-def problem(url: str) -> str | None:
-    """Return why `url` is not a notify URL Apprise can send to, or None if it is."""
-    apprise = apprise_module()
-    scheme = url.partition("://")[0].lower() if "://" in url else ""
-    if not scheme:
-        return "not a URL (an Apprise URL such as ntfys://ntfy.sh/topic or slack://...)"
-    if instantiate(apprise, url) is not None:
-        return None
-    if scheme not in _schemes(apprise):
-        return f"unknown service {scheme!r} (Apprise knows {len(_schemes(apprise))} schemes)"
-    return f"not a valid {scheme}:// URL for Apprise (a token or part is missing or malformed)"
-
-
-@functools.cache
-def _schemes(apprise: Any) -> frozenset[str]:
-    """Return every URL scheme the installed Apprise has a service for."""
-    try:
-        # The plugin registry Apprise.instantiate loads anyway: free once a URL was parsed.
-        from apprise import manager_plugins
-
-        manager: Any = manager_plugins.NotificationManager  # untyped in Apprise
-        return frozenset(s.lower() for s in manager().schemas())
-    except (ImportError, AttributeError):  # an Apprise without it: the documented details()
-        found: set[str] = set()
-        for service in apprise.Apprise().details()["schemas"]:
-            for key in ("protocols", "secure_protocols"):
-                value = service.get(key) or ()
-                found.update([value] if isinstance(value, str) else value)
-        return frozenset(s.lower() for s in found)
-
-
-def instantiate(apprise: Any, url: str) -> Any:
-    """Return Apprise's plugin for `url`, None if Apprise cannot send to it."""
-    logger = logging.getLogger("apprise")
-    if logger.handlers:
-        # Someone listens (a notify channel's handler during a tick, or the application's):
-        # the logger is left as it is. Switching it off here would be a race with the
-        # channel's threads, whose failures are read from what Apprise logs.
-        return apprise.Apprise.instantiate(url, suppress_exceptions=True)
-    # Nobody does: why Apprise refuses a URL would reach stderr through logging's last resort,
-    # token and all; the caller words the error itself.
-    disabled, logger.disabled = logger.disabled, True
-    try:
-        return apprise.Apprise.instantiate(url, suppress_exceptions=True)
-    finally:
-        logger.disabled = disabled
-
-
-def shown(channel: str, address: str) -> str:
-    """Return a target's address fit to print: a notify URL masked (see masked)."""
-    return masked(address) if channel == "notify" else address
-
-
-@functools.lru_cache(maxsize=4096)
-def masked(url: str) -> str:
-    """Return an Apprise URL with its tokens masked: `slack://T...2/A...D/T...Q`.
-
-    Only Apprise knows which parts of each service's URL are secrets (a Slack URL's host is a
-    token, an ntfy URL's a server), so its privacy mode (`url(privacy=True)`) decides for the
-    host and user parts. Every path part is masked on top of that: Apprise leaves an ntfy topic
-    in clear, though on a public server the topic is all it takes to read or post. The query,
-    where Apprise puts its defaults and some services their keys, is left out. Without Apprise
-    (the extra uninstalled since) nothing past the scheme is shown.
+    Refused while DUEQUEUE_WEBHOOK_BLOCK_PRIVATE is on: Apprise makes its own connections, which
+    the private-address guard cannot check.
     """
-    scheme = url.split("://", 1)[0] if "://" in url else "notify"
+    if settings.get("webhook_block_private"):
+        raise BadInputError(BLOCKED)
+    return checked(url)
+
+
+@functools.lru_cache(maxsize=1024)
+def checked(url: str) -> str:
+    """Return a valid Apprise URL or raise (cached: an import names a handful of services many
+    times; a refused URL is not cached)."""
+    plain_text(url, quote=False)  # not quoted: the URL holds tokens
     try:
-        plugin = instantiate(apprise_module(), url)
-        text = None if plugin is None else str(plugin.url(privacy=True))
-    except Exception:  # any failure shows less, never more
-        text = None
-    if not text or "://" not in text:
-        return f"{scheme}://{redact.MASK}"
-    head, _, path = text.split("?", 1)[0].partition("://")[2].partition("/")
-    parts = [_mask_part(p) for p in path.split("/") if p]
-    return f"{scheme}://" + "/".join([head, *parts])
+        why = problem(url)
+    except MissingExtraError as exc:
+        raise BadInputError(str(exc)) from None
+    if why is not None:
+        scheme = url.split("://", 1)[0] if "://" in url else url[:20]
+        raise BadInputError(f"{scheme}://...: {why}")
+    return url
 
 
-def _mask_part(part: str) -> str:
-    if "..." in part:
-        return part  # Apprise masked it already
-    return f"{part[0]}...{part[-1]}" if len(part) > 4 else redact.MASK
+@contextlib.asynccontextmanager
+async def open_channel(opening: Opening) -> AsyncIterator[Sender]:
+    """Open the notify channel for one tick: a few threads for Apprise's blocking calls."""
+    from duequeue.channels.notify_sender import NotifyChannel
+
+    settings = opening.settings
+    async with NotifyChannel(
+        timeout=opening.timeout,
+        with_data=bool(settings.get("notify_data", False)),
+        # Added before the block was switched on: refused now, as `add` would.
+        refuse=f"notify {BLOCKED}" if settings.get("webhook_block_private") else None,
+    ) as channel:
+        yield channel
 
 
-class _PerThread(logging.Handler):
-    """Keep the warnings Apprise logs, by the thread that logged them."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self._found: dict[int, list[str]] = {}
-        self._found_lock = threading.Lock()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        with self._found_lock:
-            self._found.setdefault(record.thread or 0, []).append(record.getMessage())
-
-    def take(self) -> list[str]:
-        with self._found_lock:
-            return self._found.pop(threading.get_ident(), [])
-
-
-class NotifyChannel:
-    """Deliver messages to Apprise URLs; use as `async with NotifyChannel(...) as channel:`."""
-
-    def __init__(
-        self,
-        *,
-        timeout: float,
-        workers: int = WORKERS,
-        with_data: bool = False,
-        refuse: str | None = None,
-    ) -> None:
-        self._timeout = timeout
-        self._refuse = refuse  # why every send is refused for good (the private-address block)
-        self._workers = workers
-        self._with_data = with_data
-        self._apprise: Any = None
-        self._pool: ThreadPoolExecutor | None = None
-        self._free: asyncio.Semaphore | None = None
-        self._handler = _PerThread()
-        self._propagate = True
-
-    async def __aenter__(self) -> "NotifyChannel":
-        try:
-            self._apprise = apprise_module()
-        except MissingExtraError:
-            self._apprise = None  # every send fails, recorded and retried, until it is installed
-        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="duequeue-notify")
-        self._free = asyncio.Semaphore(self._workers)
-        logger = logging.getLogger("apprise")
-        logger.addHandler(self._handler)
-        # Apprise's messages may quote a token; this channel reports them, redacted, instead of
-        # letting them reach the root logger (or stderr, through logging's last resort).
-        self._propagate, logger.propagate = logger.propagate, False
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        logger = logging.getLogger("apprise")
-        logger.removeHandler(self._handler)
-        logger.propagate = self._propagate
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            # A call still running past its timeout is not waited for here; Apprise's own
-            # timeouts end it, and the interpreter joins its thread at exit.
-            pool.shutdown(wait=False, cancel_futures=True)
-
-    async def send(self, msg: Message, url: str) -> Outcome:
-        """Send one message to one Apprise URL and return its outcome; never raise."""
-        if self._refuse is not None:
-            return Outcome("permanent", self._refuse)
-        if self._apprise is None:
-            return Outcome("failed", INSTALL_HINT)
-        pool, free = self._pool, self._free
-        if pool is None or free is None:
-            return Outcome("failed", "notify channel used outside 'async with'")
-        title, body = self._text(msg)
-        await free.acquire()  # a free thread, before the attempt's timer starts
-        loop = asyncio.get_running_loop()
-        try:
-            future = loop.run_in_executor(pool, self._call, url, title, body)
-        except RuntimeError as exc:  # the pool is shut down
-            free.release()
-            return Outcome("failed", f"notify channel closed: {exc}")
-        # The thread is free again when its call returns, not when this send stops waiting.
-        future.add_done_callback(lambda _: free.release())
-        try:
-            async with asyncio.timeout(self._timeout):
-                ok, errors = await asyncio.shield(future)
-        except TimeoutError:
-            return Outcome("failed", f"notify timeout after {self._timeout:g}s (delivery unknown)")
-        except Exception as exc:  # Apprise raised: still data, never a crash of the tick
-            return Outcome("failed", redact.secrets(f"{type(exc).__name__}: {exc}", url))
-        if ok:
-            return SENT
-        return _failure(errors, url)
-
-    def _text(self, msg: Message) -> tuple[str, str]:
-        body = msg.body
-        if self._with_data and msg.data is not None:
-            import json
-
-            data = json.dumps(msg.data, ensure_ascii=False, indent=2, sort_keys=True)
-            body = f"{body}\n\n{data}" if body else data
-        # Apprise refuses a message without a body: the subject alone becomes the body.
-        return ("", msg.subject) if not body else (msg.subject, body)
-
-    def _call(self, url: str, title: str, body: str) -> tuple[bool, list[str]]:
-        """On a pool thread: one Apprise call; return its result and what it logged."""
-        self._handler.take()  # nothing left over from this thread's last call
-        plugin = instantiate(self._apprise, url)
-        if plugin is None:
-            return False, ["not a valid Apprise URL"]
-        plugin.socket_connect_timeout = self._timeout
-        plugin.socket_read_timeout = self._timeout
-        try:
-            ok = bool(plugin.notify(body=body, title=title))
-        finally:
-            errors = self._handler.take()
-        return ok, errors
-
-
-def _failure(errors: list[str], url: str) -> Outcome:
-    text = " ".join(" ".join(errors).split()) or "the service refused the notification"
-    text = redact.secrets(text, url)
-    if len(text) > _MAX_ERROR:
-        text = text[:_MAX_ERROR] + "..."
-    statuses = [int(m) for m in _STATUS.findall(text)]
-    if statuses and all(400 <= s < 500 and s not in TRANSIENT_4XX for s in statuses):
-        return Outcome("permanent", text)
-    return Outcome("failed", text)
+register(Channel("notify", check=check, open=open_channel, shown=masked, workers=WORKERS))

@@ -10,31 +10,10 @@ request, with its timeout running and the worker blocked). The wait for a slot i
 counted against a target's timeout either: the attempt starts once the slot is taken.
 """
 
-import functools
-import urllib.parse
 from collections import deque
 from typing import Generic, TypeVar
 
 Job = TypeVar("Job")
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-@functools.lru_cache(maxsize=4096)
-def endpoint(url: str) -> str | None:
-    """Return the `host:port` a webhook URL connects to, or None if it cannot be told.
-
-    A URL that cannot be parsed is not bounded here: its send fails at once as a bad URL. Names
-    are not resolved: two names of one address are two endpoints.
-    """
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
-    except ValueError:
-        return None
-    if not parts.hostname or port is None:
-        return None
-    return f"{parts.hostname}:{port}"
 
 
 class EndpointSlots(Generic[Job]):

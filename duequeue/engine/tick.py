@@ -22,7 +22,7 @@ import contextlib
 import gc
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from collections import deque
 
     # Imported where fires are delivered: a tick with nothing due must not pay for them.
-    from duequeue.channels.dispatch import Dispatcher
+    from duequeue.channels.registry import Senders
     from duequeue.engine.commit import Committer
     from duequeue.engine.endpoints import EndpointSlots
     from duequeue.store.base import Claim
@@ -68,15 +68,16 @@ class TickOptions:
     lease_ms: int = 325_000  # config.Settings.lease_ms with the default settings
     budget_s: float = 50.0
     policy: RetryPolicy = field(default_factory=RetryPolicy)
+    # Sends in flight at once of a channel with no pool size of its own (webhooks); also each
+    # channel's settings["concurrency"].
     webhook_concurrency: int = 64
-    # Webhooks in flight to one host:port at once (endpoints.py); config.Settings.webhook_per_host.
+    # Sends in flight to one endpoint (a webhook's host:port) at once: endpoints.py;
+    # config.Settings.webhook_per_host.
     webhook_per_host: int = 16
     channel_timeout: float = 10.0
-    smtp_url: str | None = None
-    email_from: str | None = None
-    webhook_secret: str | None = None
-    webhook_block_private: bool = False
-    notify_data: bool = False  # config.Settings.notify_data
+    # Every setting by name, for the channels (registry.Opening): each reads its own
+    # (smtp_url, email_from, webhook_secret, webhook_block_private, notify_data, ...).
+    settings: Mapping[str, Any] = field(default_factory=dict)
     # None: commit in-process whatever the batch size (a store that cannot be reopened by
     # open_store, such as a test's instrumented one, must not have its writes moved elsewhere).
     commit_helper: HelperOptions | None = None
@@ -253,7 +254,7 @@ class _Tick:
     async def _deliver(self, first: list[Fire]) -> None:
         import asyncio
 
-        from duequeue.channels.dispatch import Dispatcher
+        from duequeue.channels.registry import Opening, Senders
         from duequeue.engine.stopsignal import on_stop_signals
 
         self.loop = asyncio.get_running_loop()
@@ -267,21 +268,13 @@ class _Tick:
         self.workers: list[asyncio.Task[None]] = []
         self.slots = self._endpoint_slots()
         o = self.options
+        opening = Opening(
+            o.channel_timeout,
+            lambda: self.clock() / 1000,
+            {**o.settings, "concurrency": o.webhook_concurrency},
+        )
         try:
-            async with (
-                Dispatcher(
-                    needs=(),
-                    timeout=o.channel_timeout,
-                    clock=lambda: self.clock() / 1000,
-                    smtp_url=o.smtp_url,
-                    email_from=o.email_from,
-                    webhook_secret=o.webhook_secret,
-                    max_connections=o.webhook_concurrency,
-                    webhook_block_private=o.webhook_block_private,
-                    notify_data=o.notify_data,
-                ) as channels,
-                on_stop_signals(self._stop),
-            ):
+            async with Senders(opening) as channels, on_stop_signals(self._stop):
                 self.channels = channels
                 batch: list[Fire] = first
                 while batch:  # until a claim finds nothing more due at `now`
@@ -356,7 +349,7 @@ class _Tick:
         # out concurrently, and a slow channel never holds up the other.
         for name, queue in self.queues.items():
             started = sum(1 for w in self.workers if w.get_name() == name)
-            more = min(_POOL.get(name, self.options.webhook_concurrency), len(queue) + started)
+            more = min(self._pool(name), len(queue) + started)
             for _ in range(more - started):
                 self.workers.append(asyncio.create_task(self._work(queue, name), name=name))
         self.wake.set()
@@ -401,9 +394,10 @@ class _Tick:
         takes the next one; a worker finishing a send takes over the next target parked on that
         endpoint.
         """
-        from duequeue.engine.endpoints import endpoint
+        from duequeue.channels import registry
 
-        slots = self.slots if channel == "webhook" else None
+        bound = registry.get(channel).endpoint
+        slots = self.slots if bound is not None else None
         while True:
             if not queue:
                 if not self.claiming:
@@ -416,7 +410,8 @@ class _Tick:
                 await self._send(job)
                 continue
             f, i = job
-            key = endpoint(f.fire.targets[i].address)
+            assert bound is not None
+            key = bound(f.fire.targets[i].address)
             if key is None:
                 await self._send(job)  # not a URL it can bound: the send fails it at once
                 continue
@@ -594,6 +589,12 @@ class _Tick:
                     runner, max_items=commit.HELPER_MAX_ITEMS, window_s=commit.HELPER_WINDOW_S
                 )
 
+    def _pool(self, channel: str) -> int:
+        """Return how many sends of `channel` run at once: its own pool size, or the tick's."""
+        from duequeue.channels import registry
+
+        return registry.get(channel).workers or self.options.webhook_concurrency
+
     def _endpoint_slots(self) -> EndpointSlots[_Job] | None:
         """Return the per-endpoint bound of the webhook workers; None when it cannot bind."""
         per_host = self.options.webhook_per_host
@@ -603,25 +604,15 @@ class _Tick:
 
         return EndpointSlots(per_host)
 
-    channels: Dispatcher
-
-
-# Workers per channel. One SMTP connection serves the whole tick, so emails go out one at a time on
-# its worker thread; two are handed over at once, so that the next is already built and waiting
-# when the last reply comes (one at a time, the thread and the loop ping-ponged on every message).
-# The budget check stops emails not yet handed over; the lease (config.lease_ms) allows for two.
-# Notify: as many as the channel's threads (channels/notify.py WORKERS), which bound it anyway.
-# Webhooks: TickOptions.webhook_concurrency.
-_POOL = {"email": 2, "notify": 4}
+    channels: Senders
 
 
 def _label(target: Target) -> str:
-    """Return how a failure names the target in an error text (a notify URL masked)."""
-    if target.channel == "notify":
-        from duequeue.channels.notify import masked
+    """Return how a failure names the target in an error text (its address masked as the
+    channel shows it)."""
+    from duequeue.channels import registry
 
-        return f"notify {masked(target.address)}"
-    return f"{target.channel} {target.address}"
+    return registry.label(target.channel, target.address)
 
 
 def _event_loop_run(coro: Any) -> None:

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-Channel = Literal["email", "webhook", "notify"]
+# A target's channel: the name a channel registered (channels/registry.py): email, webhook,
+# notify, or any other; the store keeps it as it is given.
+Channel = str
 View = Literal["dead", "due", "pending", "all"]
 State = Literal["pending", "done", "dead", "cancelled"]
 

@@ -479,7 +479,7 @@ def test_without_the_private_block_loopback_webhooks_are_delivered(
 
 def test_the_private_block_check_runs_on_the_channel_in_process(http: HttpSink) -> None:
     from duequeue.channels.base import Message
-    from duequeue.channels.webhook import WebhookChannel
+    from duequeue.channels.webhook_sender import WebhookChannel
 
     msg = Message(1, datetime(2027, 1, 1, tzinfo=UTC), "s", "b", None, "dq_1_0_1")
 

@@ -15,8 +15,9 @@ from typing import Any
 import apsw
 import pytest
 
+from duequeue.channels.webhook import endpoint
 from duequeue.config import Settings
-from duequeue.engine.endpoints import EndpointSlots, endpoint
+from duequeue.engine.endpoints import EndpointSlots
 from duequeue.store.base import NewReminder, NewTarget
 from duequeue.store.sqlite import SQLiteStore
 from duequeue.timefmt import to_ms

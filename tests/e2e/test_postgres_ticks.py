@@ -186,7 +186,7 @@ class _DroppedAfterClaim:
 
 
 def _options() -> TickOptions:
-    return TickOptions(webhook_secret=SECRET, channel_timeout=5, lease_ms=5 * MIN)
+    return TickOptions(settings={"webhook_secret": SECRET}, channel_timeout=5, lease_ms=5 * MIN)
 
 
 def test_a_connection_dropped_between_claim_and_write_back_is_reopened_and_nothing_repeats(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from duequeue.channels.base import Message, Outcome, delivery_id
-from duequeue.channels.email import EmailChannel, build_email
+from duequeue.channels.email_sender import EmailChannel, build_email
 from duequeue.channels.smtpurl import SmtpSettings, parse_smtp_url
 from duequeue.errors import ConfigError
 from duequeue.timefmt import to_ms

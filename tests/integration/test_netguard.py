@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from duequeue.channels.base import Message, Outcome
 from duequeue.channels.netguard import Guard, IPAddress
-from duequeue.channels.webhook import WebhookChannel
+from duequeue.channels.webhook_sender import WebhookChannel
 from tests.resolver import ScriptedResolver
 from tests.servers import HttpSink
 

@@ -275,7 +275,8 @@ def test_reading_a_notify_url_during_a_tick_leaves_apprise_logging_on() -> None:
     import asyncio
     import logging
 
-    from duequeue.channels.notify import NotifyChannel, apprise_module, instantiate, masked
+    from duequeue.channels.apprise_urls import apprise_module, instantiate, masked
+    from duequeue.channels.notify_sender import NotifyChannel
 
     logger = logging.getLogger("apprise")
 

@@ -18,7 +18,7 @@ from standardwebhooks.webhooks import Webhook
 from duequeue import __version__
 from duequeue.channels.base import Message, Outcome, delivery_id
 from duequeue.channels.signing import Signer, parse_secret, sign
-from duequeue.channels.webhook import WebhookChannel, build_payload, parse_retry_after
+from duequeue.channels.webhook_sender import WebhookChannel, build_payload, parse_retry_after
 from duequeue.errors import ConfigError
 from duequeue.timefmt import to_ms
 from tests import rawserver

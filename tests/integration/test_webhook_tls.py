@@ -9,7 +9,7 @@ import pytest
 from freezegun import freeze_time
 
 from duequeue import Queue
-from duequeue.channels import webhook
+from duequeue.channels import webhook_sender as webhook
 from tests.certs import TestCa
 from tests.servers import HttpSink
 

@@ -52,7 +52,8 @@ def test_every_setting_is_documented() -> None:
 
     settings = REFERENCE.split("## Settings\n", 1)[1].split("\n## ", 1)[0]
     for f in fields(Settings):
-        assert f"| `DUEQUEUE_{f.name.upper()}` |" in settings
+        if f.name != "extra":  # the channels' own settings, documented by their channels
+            assert f"| `DUEQUEUE_{f.name.upper()}` |" in settings
 
 
 def test_the_exit_codes_are_documented() -> None:

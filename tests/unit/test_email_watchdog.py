@@ -7,7 +7,7 @@ for ever (seen under load in tests/e2e/test_faults.py). It now looks again until
 
 import threading
 
-from duequeue.channels.email import _Watchdog
+from duequeue.channels.email_sender import _Watchdog
 
 
 def test_a_deadline_with_no_socket_to_cut_yet_is_tried_again_until_one_is_cut() -> None:

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from duequeue import validate
 from duequeue.channels.base import Message
-from duequeue.channels.email import build_email
-from duequeue.channels.webhook import build_payload
+from duequeue.channels.email_sender import build_email
+from duequeue.channels.webhook_sender import build_payload
 from duequeue.compose import AddRequest, build_reminder
 from duequeue.errors import BadInputError
 

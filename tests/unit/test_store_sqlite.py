@@ -9,6 +9,7 @@ import apsw
 import pytest
 
 from duequeue.errors import StoreError
+from duequeue.store import schema
 from duequeue.store.sqlite import SQLiteStore, schema_sql
 from tests.paths import DATA, ROOT
 
@@ -18,7 +19,7 @@ def test_it_creates_the_database_owner_only_in_wal_mode(db_path: Path) -> None:
     assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
     conn = apsw.Connection(str(db_path))
     assert conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
-    assert conn.execute("PRAGMA user_version").fetchall() == [(5,)]
+    assert conn.execute("PRAGMA user_version").fetchall() == [(schema.VERSION,)]
 
 
 OLD_SCHEMA = DATA / "schema_v2.sql"  # as released
@@ -43,7 +44,7 @@ def test_it_upgrades_a_version_1_database_in_place(db_path: Path) -> None:
     finally:
         store.close()
     conn = apsw.Connection(str(db_path))
-    assert conn.execute("PRAGMA user_version").fetchall() == [(5,)]
+    assert conn.execute("PRAGMA user_version").fetchall() == [(schema.VERSION,)]
     columns = [r[1] for r in conn.execute("PRAGMA table_info(dead_letters)")]
     assert columns[-1] == "retried_at"
 
@@ -71,7 +72,7 @@ def test_it_upgrades_a_version_2_database_to_the_same_tables_as_a_new_one(
 
 
 @pytest.mark.parametrize("old", ["schema_v2.sql", "schema_v3.sql"])
-def test_an_upgraded_database_takes_notify_targets_and_keeps_its_targets_and_ledger(
+def test_an_upgraded_database_takes_any_channels_targets_and_keeps_its_targets_and_ledger(
     db_path: Path, old: str
 ) -> None:
     from duequeue.store.base import NewReminder, NewTarget
@@ -100,8 +101,9 @@ def test_an_upgraded_database_takes_notify_targets_and_keeps_its_targets_and_led
     assert conn.execute("SELECT count(*) FROM deliveries").fetchall() == [(1,)]
     assert conn.execute("SELECT id, address FROM targets WHERE id = 1").fetchall() == [(1, "u")]
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-    with pytest.raises(apsw.ConstraintError):
-        conn.execute("INSERT INTO targets (reminder_id, channel, address) VALUES (1, 'sms', 'x')")
+    # Any registered channel's name: the store keeps no list of them (version 6).
+    conn.execute("INSERT INTO targets (reminder_id, channel, address) VALUES (1, 'sms', 'x')")
+    assert conn.execute("SELECT channel FROM targets WHERE address = 'x'").fetchall() == [("sms",)]
 
 
 def test_health_reports_a_wrong_journal_mode_with_a_fix(db_path: Path) -> None:
