@@ -23,7 +23,7 @@ INSTALL_HINT = "notify targets need Apprise: pip install 'duequeue[notify]'"
 def apprise_module() -> Any:
     """Return the apprise module, or raise MissingExtraError saying how to install it."""
     try:
-        import apprise
+        import apprise  # the optional extra, imported only when a notify URL is looked at
     except ImportError:
         raise MissingExtraError(INSTALL_HINT) from None
     return apprise

@@ -56,6 +56,7 @@ def checked(url: str) -> str:
 @contextlib.asynccontextmanager
 async def open_channel(opening: Opening) -> AsyncIterator[Sender]:
     """Open the notify channel for one tick: a few threads for Apprise's blocking calls."""
+    # Lazy: only a tick with notify targets due needs the threads and the send loop.
     from duequeue.channels.notify_sender import NotifyChannel
 
     settings = opening.settings

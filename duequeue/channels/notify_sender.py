@@ -130,7 +130,7 @@ class NotifyChannel:
     def _text(self, msg: Message) -> tuple[str, str]:
         body = msg.body
         if self._with_data and msg.data is not None:
-            import json
+            import json  # lazy: only DUEQUEUE_NOTIFY_DATA with data to show needs it
 
             data = json.dumps(msg.data, ensure_ascii=False, indent=2, sort_keys=True)
             body = f"{body}\n\n{data}" if body else data

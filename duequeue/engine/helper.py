@@ -321,6 +321,8 @@ def serve() -> None:
     opened = _read_frame(requests)
     if opened is None:
         return
+    # Imported here, in the helper process, once its pipes are set up: the tick's process that
+    # loads this module never runs serve().
     from duequeue.store import open_store
 
     db, busy_timeout_s = opened

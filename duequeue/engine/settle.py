@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from duequeue import policy
 from duequeue.errors import DuequeueError
+from duequeue.lazy import LazyModule
 from duequeue.store.base import (
     FRESH,
     DeadFire,
@@ -38,7 +39,12 @@ from duequeue.timefmt import from_ms, to_ms
 
 if TYPE_CHECKING:
     from duequeue.channels.base import Outcome
+    from duequeue.schedule import rules as schedule
     from duequeue.schedule.rules import Rule
+else:
+    # Loaded on first use: only a recurring row needs the recurrence libraries (dateutil,
+    # cronsim), and a tick of one-shots never settles one.
+    schedule = LazyModule("duequeue.schedule.rules")
 
 # How a target is named in an error text (a notify URL masked).
 Label = Callable[[Target], str]
@@ -216,8 +222,6 @@ def skip(fire: Fire, now: int, why: str | None = None) -> Resolution:
     late = why or f"skipped: {(now - fire.fire_at) / 1000:.0f}s late, past the misfire grace"
     rule = _rule(fire)
     if rule is not None and fire.misfire_grace_ms is not None and why is None:
-        from duequeue.schedule import rules as schedule
-
         latest, passed = schedule.latest_fire(rule, from_ms(fire.fire_at), from_ms(now))
         if latest is not None and now - to_ms(latest) <= fire.misfire_grace_ms:
             at = to_ms(latest)
@@ -245,8 +249,6 @@ def advance(fire: Fire, now: int) -> tuple[int | None, int]:
     rule = _rule(fire)
     if rule is None:
         return None, 0
-    from duequeue.schedule import rules as schedule
-
     after_ = from_ms(max(now, fire.fire_at))
     try:
         nxt = schedule.next_fire(rule, after_)
@@ -261,8 +263,6 @@ def _rule(fire: Fire) -> Rule | None:
     """Return the fire's parsed rule, or None for a one-shot."""
     if fire.rule_kind is None or fire.rule is None:
         return None
-    from duequeue.schedule import rules as schedule
-
     try:
         return schedule.parse_rule(
             fire.rule_kind, fire.rule, schedule.parse_zone(fire.tz), from_ms(fire.dtstart)

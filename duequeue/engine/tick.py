@@ -22,26 +22,38 @@ import contextlib
 import gc
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from duequeue.engine import settle
 from duequeue.errors import StoreError
+from duequeue.lazy import LazyModule
 from duequeue.policy import RetryPolicy
 from duequeue.store.base import FRESH, DeliveryRecord, Fire, RowClaim, Store, Target
 from duequeue.timefmt import from_ms
 
 if TYPE_CHECKING:
     import asyncio
+    import json
     import signal
-    from collections import deque
 
-    # Imported where fires are delivered: a tick with nothing due must not pay for them.
-    from duequeue.channels.registry import Senders
-    from duequeue.engine.commit import Committer
-    from duequeue.engine.endpoints import EndpointSlots
+    from duequeue.channels import base as channel_base
+    from duequeue.channels import registry
+    from duequeue.engine import commit, endpoints, helper, stopsignal
     from duequeue.store.base import Claim
+else:
+    # Loaded on first use: a tick with nothing due (the common case, every minute) must stay
+    # free of asyncio, threads, the channels and the commit helper.
+    asyncio = LazyModule("asyncio")
+    json = LazyModule("json")
+    channel_base = LazyModule("duequeue.channels.base")
+    registry = LazyModule("duequeue.channels.registry")
+    commit = LazyModule("duequeue.engine.commit")
+    endpoints = LazyModule("duequeue.engine.endpoints")
+    helper = LazyModule("duequeue.engine.helper")
+    stopsignal = LazyModule("duequeue.engine.stopsignal")
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,24 +189,20 @@ class _Fire:
 
     def message(self, target: Target) -> Any:
         """Return the fire as the message one of its targets gets."""
-        from duequeue.channels.base import Message, delivery_id
-
         fire = self.fire
         if self.at is None:
             # Parsed once a fire, when its first target is sent: stored data that no longer
             # parses breaks that fire alone (tick._broke), not the batch.
             if fire.data is not None:
-                import json
-
                 self.data = json.loads(fire.data)
             self.at = from_ms(fire.fire_at)
-        return Message(
+        return channel_base.Message(
             fire.reminder_id,
             self.at,
             fire.subject,
             fire.body,
             self.data,
-            delivery_id(fire.reminder_id, fire.fire_at, target.id),
+            channel_base.delivery_id(fire.reminder_id, fire.fire_at, target.id),
         )
 
 
@@ -231,17 +239,13 @@ class _Tick:
 
     def run(self, first: list[Fire]) -> TickSummary:
         """Deliver `first` and the batches claimed after it; return the summary."""
-        import asyncio
-
-        from duequeue.engine.commit import Committer, ThreadRunner
-
         # A commit that finds the database busy is tried again until shortly before the leases
         # end: past that another tick may take the claims, so an outcome kept longer is no use.
         o = self.options
         margin_ms = round((o.busy_timeout_s + 5) * 1000)
         retry_until = time.monotonic() + (self.now + o.lease_ms - margin_ms - self.clock()) / 1000
-        self.committer: Committer = Committer(
-            ThreadRunner(self.store), self.owner, self.now, retry_until
+        self.committer: commit.Committer = commit.Committer(
+            commit.ThreadRunner(self.store), self.owner, self.now, retry_until
         )
         try:
             _event_loop_run(self._deliver(first))
@@ -252,11 +256,6 @@ class _Tick:
         return self._counted()
 
     async def _deliver(self, first: list[Fire]) -> None:
-        import asyncio
-
-        from duequeue.channels.registry import Opening, Senders
-        from duequeue.engine.stopsignal import on_stop_signals
-
         self.loop = asyncio.get_running_loop()
         self.deadline = self.loop.time() + self.options.budget_s
         self.task = asyncio.current_task()
@@ -268,13 +267,16 @@ class _Tick:
         self.workers: list[asyncio.Task[None]] = []
         self.slots = self._endpoint_slots()
         o = self.options
-        opening = Opening(
+        opening = registry.Opening(
             o.channel_timeout,
             lambda: self.clock() / 1000,
             {**o.settings, "concurrency": o.webhook_concurrency},
         )
         try:
-            async with Senders(opening) as channels, on_stop_signals(self._stop):
+            async with (
+                registry.Senders(opening) as channels,
+                stopsignal.on_stop_signals(self._stop),
+            ):
                 self.channels = channels
                 batch: list[Fire] = first
                 while batch:  # until a claim finds nothing more due at `now`
@@ -290,17 +292,14 @@ class _Tick:
     async def _next_batch(self) -> list[Fire]:
         """Claim the next batch once few targets wait; [] when the budget is spent, the tick
         was stopped, the store stopped taking outcomes, or nothing more is due."""
-        from duequeue.engine.commit import ClaimArgs
-
         if self.pending >= self.low_water:
             self.hungry.clear()
             await self.hungry.wait()
         if self.loop.time() >= self.deadline or self.committer.failed is not None:
             return []
-        import asyncio
 
         o = self.options
-        args = ClaimArgs(self.now, o.limit, o.policy.max_errors, o.lease_ms, self.owner)
+        args = commit.ClaimArgs(self.now, o.limit, o.policy.max_errors, o.lease_ms, self.owner)
         claim = asyncio.ensure_future(self.committer.claim(args))
         # A claim may wait on a lock up to the busy timeout; a stop signal does not wait that
         # long. The rows of a claim no longer waited for are released when it answers.
@@ -321,9 +320,6 @@ class _Tick:
     async def _take(self, batch: Sequence[Fire]) -> None:
         """Queue a claimed batch's targets on their channels, opening channels and starting
         workers as they are first needed."""
-        import asyncio
-        from collections import deque
-
         s = self.summary
         s.batches += 1
         s.claimed += len(batch)
@@ -394,8 +390,6 @@ class _Tick:
         takes the next one; a worker finishing a send takes over the next target parked on that
         endpoint.
         """
-        from duequeue.channels import registry
-
         bound = registry.get(channel).endpoint
         slots = self.slots if bound is not None else None
         while True:
@@ -533,8 +527,6 @@ class _Tick:
         back (commit.py: finish() commits the records first and stops if they fail); it waits
         for its lease to end, rather than have the next tick send those targets again at once.
         """
-        import asyncio
-
         for worker in self.workers:
             worker.cancel()  # none is running unless an error or a second signal cut the tick
         await asyncio.gather(*self.workers, return_exceptions=True)
@@ -579,11 +571,9 @@ class _Tick:
         if self.helper_started or spec is None or self.summary.claimed < spec.min_rows:
             return
         self.helper_started = True
-        from duequeue.engine import commit
-        from duequeue.engine.helper import HelperRunner, spare_core
 
-        if spare_core():
-            runner = HelperRunner.start(spec.db, spec.busy_timeout_s, self.committer.runner)
+        if helper.spare_core():
+            runner = helper.HelperRunner.start(spec.db, spec.busy_timeout_s, self.committer.runner)
             if runner is not None:
                 self.committer.use(
                     runner, max_items=commit.HELPER_MAX_ITEMS, window_s=commit.HELPER_WINDOW_S
@@ -591,31 +581,24 @@ class _Tick:
 
     def _pool(self, channel: str) -> int:
         """Return how many sends of `channel` run at once: its own pool size, or the tick's."""
-        from duequeue.channels import registry
-
         return registry.get(channel).workers or self.options.webhook_concurrency
 
-    def _endpoint_slots(self) -> EndpointSlots[_Job] | None:
+    def _endpoint_slots(self) -> endpoints.EndpointSlots[_Job] | None:
         """Return the per-endpoint bound of the webhook workers; None when it cannot bind."""
         per_host = self.options.webhook_per_host
         if per_host >= self.options.webhook_concurrency:
             return None  # the pool of workers is the tighter bound: no bookkeeping per send
-        from duequeue.engine.endpoints import EndpointSlots
 
-        return EndpointSlots(per_host)
+        return endpoints.EndpointSlots(per_host)
 
-    channels: Senders
+    channels: registry.Senders
 
 
 def _label(target: Target) -> str:
     """Return how a failure names the target in an error text (its address masked as the
     channel shows it)."""
-    from duequeue.channels import registry
-
     return registry.label(target.channel, target.address)
 
 
 def _event_loop_run(coro: Any) -> None:
-    import asyncio
-
     asyncio.run(coro)

@@ -65,7 +65,7 @@ def _denied(path: Path, what: str, verb: str, bit: str) -> str:
 
 
 def _user(uid: int) -> str:
-    import pwd
+    import pwd  # lazy: only a database this user may not open needs the user database
 
     try:
         return pwd.getpwuid(uid).pw_name

@@ -44,7 +44,7 @@ def store_error(path: Path, busy_timeout_ms: int, exc: apsw.Error) -> StoreError
     if isinstance(exc, apsw.NotADBError):
         return StoreError(f"{path} is not an SQLite database")
     if isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError | apsw.PermissionsError):
-        from duequeue.store.access import problem
+        from duequeue.store.access import problem  # lazy: only an error that needs it
 
         why = problem(path, write=True)
         if why is not None:

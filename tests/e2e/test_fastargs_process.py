@@ -35,3 +35,34 @@ def test_the_fast_tick_maps_errors_to_the_exit_code(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert r.stderr.startswith("duequeue: error: ")
     assert "not an SQLite database" in r.stderr
+
+
+def test_a_tick_with_nothing_due_loads_none_of_the_delivery_machinery(db_path: Path) -> None:
+    # What cron pays every minute: the claim that finds nothing, and not one module more of
+    # what delivering, recurrence or the other commands need.
+    from duequeue.store.sqlite import SQLiteStore
+
+    SQLiteStore(db_path).close()  # an existing, empty queue
+    heavy = (
+        "asyncio", "aiohttp", "smtplib", "apprise", "psycopg", "typer", "dateutil", "cronsim",
+        "zoneinfo", "duequeue.channels.registry", "duequeue.engine.commit",
+        "duequeue.engine.helper", "duequeue.schedule.rules", "duequeue.results",
+    )  # fmt: skip
+    code = (
+        "import sys\n"
+        "from duequeue.cli.entrypoint import main\n"
+        f"sys.argv = ['duequeue', '--db', {str(db_path)!r}, 'tick']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DUEQUEUE_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "claimed 0" in done.stdout
+    assert done.stdout.splitlines()[-1] == "[]"
