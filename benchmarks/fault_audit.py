@@ -46,6 +46,10 @@ class Tally:
     receiver_repeats: list[str] = field(default_factory=list)
     unconfirmed: list[Pair] = field(default_factory=list)  # ledger `sent`, receiver never 2xx
     unrecorded: list[str] = field(default_factory=list)  # receiver saw more than the ledger has
+    # Issue 22: each target's tries are its own, counted by the ledger.
+    over_tried: list[str] = field(default_factory=list)  # failed more than MAX_RETRIES times
+    renumbered: list[str] = field(default_factory=list)  # one attempt number twice
+    miscounted: list[str] = field(default_factory=list)  # a dead letter not its targets' count
 
     @property
     def problems(self) -> list[str]:
@@ -56,6 +60,9 @@ class Tally:
             + [f"receiver repeat {r}" for r in self.receiver_repeats]
             + [f"ledger sent, receiver never answered 2xx {p}" for p in self.unconfirmed]
             + [f"not in the ledger {r}" for r in self.unrecorded]
+            + [f"tried more than MAX_RETRIES times {r}" for r in self.over_tried]
+            + [f"attempt numbered twice {r}" for r in self.renumbered]
+            + [f"dead letter miscounted {r}" for r in self.miscounted]
         )
 
 
@@ -69,6 +76,7 @@ def audit(
     histories: Sequence[Mapping[str, Any]],
     webhooks: Sequence[Received],
     emails: Sequence[Received],
+    max_retries: int = 3,
 ) -> Tally:
     """Classify every attempted (target, fire) of `histories` (each `history --json`)."""
     t = Tally()
@@ -108,7 +116,39 @@ def audit(
             t.lost.append(pair)
     _check_webhooks(attempts, webhooks, t)
     _check_emails(attempts, emails, t)
+    _check_counts(histories, attempts, max_retries, t)
     return t
+
+
+def _check_counts(
+    histories: Sequence[Mapping[str, Any]],
+    attempts: Mapping[Pair, Sequence[Mapping[str, Any]]],
+    max_retries: int,
+    t: Tally,
+) -> None:
+    """Each target's tries are its own (issue 22): at most max_retries failures a fire, each
+    attempt numbered once, and a dead letter counting its dead targets' own failures and
+    quoting their errors."""
+    failures: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for pair, tries in attempts.items():
+        failed = sum(a["outcome"] != "sent" for a in tries)
+        if failed > max_retries:
+            t.over_tried.append(f"{pair}: {failed} failures")
+        numbers = [int(a["attempt"]) for a in tries]
+        if len(numbers) != len(set(numbers)):
+            t.renumbered.append(f"{pair}: attempts {sorted(numbers)}")
+        if not any(a["outcome"] == "sent" for a in tries):
+            failures[pair[:2]].append(failed)
+    for h in histories:
+        rid = int(h["reminder"]["id"])
+        for d in h["dead_letters"]:
+            fire = (rid, ms(d["fire_at"]))
+            counts = failures.get(fire, [])
+            error = d["last_error"] or ""
+            if "refused for good on an earlier attempt" in error:
+                t.miscounted.append(f"{fire}: {error}")
+            elif counts and d["error_count"] != max(counts):
+                t.miscounted.append(f"{fire}: error_count {d['error_count']}, targets {counts}")
 
 
 def _beside_success(attempts: Mapping[Pair, Sequence[Mapping[str, Any]]], t: Tally) -> None:
