@@ -45,7 +45,7 @@ def test_a_tick_with_nothing_due_loads_none_of_the_delivery_machinery(db_path: P
     SQLiteStore(db_path).close()  # an existing, empty queue
     heavy = (
         "asyncio", "aiohttp", "smtplib", "apprise", "psycopg", "typer", "dateutil", "cronsim",
-        "zoneinfo", "duequeue.channels.registry", "duequeue.engine.commit",
+        "uvloop", "zoneinfo", "duequeue.channels.registry", "duequeue.engine.commit",
         "duequeue.engine.helper", "duequeue.schedule.rules", "duequeue.results",
     )  # fmt: skip
     code = (
