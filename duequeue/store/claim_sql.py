@@ -139,6 +139,9 @@ def _ledgers(
 ) -> tuple[dict[tuple[int, int], dict[int, TargetLedger]], set[tuple[int, int]]]:
     """Return, per (reminder, fire), the ledger of each target tried for it, and which of these
     fires an operator re-armed (`retry`)."""
+    # Once each: two targets of one fire retried in the same claim name the fire twice, and a
+    # pair given twice would read (and count) its ledger rows twice.
+    fires = sorted(set(fires))
     rids = [rid for rid, _ in fires]
     retried = {
         (int(rid), int(fire)): int(at)

@@ -299,3 +299,27 @@ def test_no_target_is_tried_more_than_max_retries_times_for_one_fire(
     assert tries == [1, 2, 3]
     (dead,) = cli.inspect("--dead")
     assert dead["error_count"] == 3
+
+
+def test_two_targets_of_one_fire_retried_in_one_claim_count_their_own_tries_once(
+    cli: Cli, http: HttpSink
+) -> None:
+    # Both webhooks fail twice, then answer. Their retries of the fire are claimed together;
+    # each must count its own one earlier failure (not the fire's ledger read twice, which made
+    # the second failure look like the third and dead-lettered both a try early).
+    http.respond("/a", Reply(503), Reply(503), Reply(200))
+    http.respond("/b", Reply(503), Reply(503), Reply(200))
+    rid = cli.add(
+        "--at", "now", "--email", "ann@example.com",
+        "--webhook", http.url("/a"), "--webhook", http.url("/b"),
+    )  # fmt: skip
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "partial": 1}
+    cli.advance(minutes=1)
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 2, "retried": 2}
+    assert cli.inspect("--dead") == []
+    pending = cli("history", str(rid), "--json").json()["target_retries"]
+    assert sorted(p["error_count"] for p in pending) == [2, 2]
+    cli.advance(minutes=5)
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 2, "sent": 2}
+    assert len(http.requests_for("/a")) == len(http.requests_for("/b")) == 3
+    assert cli.inspect("--dead") == []

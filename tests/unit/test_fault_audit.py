@@ -15,11 +15,29 @@ def attempt(address: str, outcome: str, at: str = FIRE, error: str | None = None
     return {"at": at, "fire_at": FIRE, "target": target, "outcome": outcome, "error": error}
 
 
-def history(*attempts: Any, dead: bool = False, retrying: str | None = None) -> Any:
+def history(
+    *attempts: Any, dead: bool = False, retrying: str | None = None, dead_count: int | None = None
+) -> Any:
+    """A `history --json` of reminder 1: attempts numbered per target as the ledger numbers
+    them; a dead letter counting its unsent targets' failures unless `dead_count` says."""
+    tries: dict[str, int] = {}
+    failures: dict[str, int] = {}
+    for a in attempts:
+        address = a["target"]["address"]
+        tries[address] = a.setdefault("attempt", tries.get(address, 0) + 1)
+        failures[address] = failures.get(address, 0) + (a["outcome"] != "sent")
+    sent = {a["target"]["address"] for a in attempts if a["outcome"] == "sent"}
+    count = max([n for address, n in failures.items() if address not in sent], default=0)
+    letter = {
+        "fire_at": FIRE,
+        "retried_at": None,
+        "error_count": count if dead_count is None else dead_count,
+        "last_error": "the refusal",
+    }
     return {
         "reminder": {"id": 1, "state": "done", "error_count": 0, "fire_at": None},
         "attempts": list(attempts),
-        "dead_letters": [{"fire_at": FIRE, "retried_at": None}] if dead else [],
+        "dead_letters": [letter] if dead else [],
         "target_retries": [{"fire_at": FIRE, "target": {"channel": "webhook", "address": retrying}}]
         if retrying
         else [],
@@ -69,3 +87,16 @@ def test_it_finds_requests_the_ledger_never_recorded_and_sends_never_received() 
     assert t.unconfirmed
     t = audit([history(attempt(MAIL, "failed"), dead=True)], [], [Received((MAIL, "<m>"), True)])
     assert t.unrecorded
+
+
+def test_it_finds_issue_22s_retry_defects() -> None:
+    over = history(*(attempt(HOOK, "failed") for _ in range(4)), dead=True)
+    assert len(audit([over], [], []).over_tried) == 1
+    twice = history(attempt(HOOK, "failed"), {**attempt(HOOK, "failed"), "attempt": 1}, dead=True)
+    assert len(audit([twice], [], []).renumbered) == 1
+    refused = (attempt(HOOK, "failed"), attempt(HOOK, "permanent"))
+    fire_count = history(*refused, dead=True, dead_count=3)
+    assert len(audit([fire_count], [], []).miscounted) == 1
+    own = history(*refused, dead=True)
+    t = audit([own], [], [])
+    assert (t.over_tried, t.renumbered, t.miscounted) == ([], [], [])
