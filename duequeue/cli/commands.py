@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from duequeue.cli import context, output, shell
-from duequeue.cli.table import terminal_width
+from duequeue.cli.table import table_width
 from duequeue.errors import BadInputError
 
 
@@ -270,8 +270,16 @@ def inspect(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+    wide: Annotated[
+        bool,
+        typer.Option("--wide", help="On a terminal: every column, no cell shortened."),
+    ] = False,
 ) -> None:
-    """List dead-lettered, due, pending or all reminders as a table or JSON."""
+    """List dead-lettered, due, pending or all reminders as a table or JSON.
+
+    On a terminal: one line per reminder, long cells shortened with an ellipsis and the least
+    useful columns left out to fit its width (--wide shows all). In a pipe: tab-separated.
+    """
     chosen = [
         name
         for name, on in (("dead", dead), ("due", due), ("pending", pending), ("all", all_))
@@ -283,16 +291,23 @@ def inspect(
     with context.queue(ctx) as q:
         found = q.inspect(
             view,  # type: ignore[arg-type]
-            limit=limit,
+            # One more than asked, to say whether --limit left rows out.
+            limit=None if limit is None else limit + 1,
             subject_like=subject_like,
             target_like=target_like,
+        )
+    if limit is not None and len(found) > limit:
+        found = found[:limit]
+        typer.echo(
+            f"duequeue: showing the first {limit}; more reminders match (raise --limit)",
+            err=True,
         )
     if as_json:
         typer.echo(json.dumps([output.reminder_json(r) for r in found], indent=2))
     elif not found:
         typer.echo("no reminders" if view == "all" else f"no {view} reminders")
     else:
-        typer.echo(output.reminder_table(found, terminal_width()))
+        typer.echo(output.reminder_table(found, table_width(wide)))
 
 
 def next_(
