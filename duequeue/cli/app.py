@@ -9,7 +9,7 @@ app = shell.Typer(
     help="Deliver reminders on time from cron: email and signed webhooks, never twice.",
     invoke_without_command=True,  # bare `duequeue` prints help on stdout, exit 0 (root)
     context_settings={"help_option_names": ["-h", "--help"]},
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )

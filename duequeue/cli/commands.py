@@ -37,6 +37,7 @@ def root(
         bool,
         typer.Option(
             "--version",
+            "-V",
             is_eager=True,
             callback=shell.print_version,
             help="Print the version and exit.",
