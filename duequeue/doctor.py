@@ -113,16 +113,19 @@ def smtp_checks(settings: Any) -> list[Check]:
             )
         ]
     checks = []
+    login = (settings.smtp_user, settings.smtp_password)
     try:
         checks.append(
-            Check("smtp", True, smtpprobe.probe(settings.smtp_url, settings.channel_timeout))
+            Check(
+                "smtp", True, smtpprobe.probe(settings.smtp_url, settings.channel_timeout, *login)
+            )
         )
     except Exception as exc:  # any failure of the probe is the finding, not a crash
         checks.append(
             Check(
                 "smtp",
                 False,
-                smtpprobe.describe(exc, settings.smtp_url),
+                smtpprobe.describe(exc, settings.smtp_url, *login),
                 smtpprobe.advice(exc),
             )
         )

@@ -66,8 +66,10 @@ class EmailChannel:
         sender: str,
         timeout: float,
         clock: Callable[[], float] = time.time,
+        smtp_user: str | None = None,
+        smtp_password: str | None = None,
     ) -> None:
-        self._settings = parse_smtp_url(smtp_url)
+        self._settings = parse_smtp_url(smtp_url, smtp_user, smtp_password)
         self._sender = sender
         self._envelope_from = parseaddr(sender)[1] or sender
         self._timeout = timeout

@@ -10,13 +10,15 @@ from duequeue.channels.smtpurl import parse_smtp_url
 _FIX = "start the SMTP server or correct DUEQUEUE_SMTP_URL (host, port, scheme, user and password)"
 
 
-def probe(smtp_url: str, timeout: float) -> str:
+def probe(
+    smtp_url: str, timeout: float, user: str | None = None, password: str | None = None
+) -> str:
     """Return what the server said; raise OSError or smtplib.SMTPException when it fails.
 
     The session opens by the routine deliveries use (connect, TLS, EHLO, STARTTLS, login), so a
     wrong password, an untrusted certificate or a missing STARTTLS shows here.
     """
-    settings = parse_smtp_url(smtp_url)
+    settings = parse_smtp_url(smtp_url, user, password)
     context = smtpconnect.tls_context()
     conn = smtpconnect.client(settings, timeout, context)
     smtpconnect.establish(conn, settings, context)
@@ -35,9 +37,11 @@ def probe(smtp_url: str, timeout: float) -> str:
     )
 
 
-def describe(exc: BaseException, smtp_url: str) -> str:
+def describe(
+    exc: BaseException, smtp_url: str, user: str | None = None, password: str | None = None
+) -> str:
     """Return one line about a failed probe, never quoting the password."""
-    settings = parse_smtp_url(smtp_url)
+    settings = parse_smtp_url(smtp_url, user, password)
     where = f"{settings.host}:{settings.port}"
     if isinstance(exc, ConnectionRefusedError):
         return f"connection refused ({where})"
@@ -64,7 +68,8 @@ def advice(exc: BaseException) -> str:
     if isinstance(exc, smtplib.SMTPAuthenticationError):
         return (
             "correct the user and password (in DUEQUEUE_SMTP_URL, percent-encoded, or in "
-            "DUEQUEUE_SMTP_USER / DUEQUEUE_SMTP_PASSWORD)"
+            "DUEQUEUE_SMTP_USER / DUEQUEUE_SMTP_PASSWORD, or smtp_user / smtp_password in the "
+            "config file)"
         )
     if isinstance(exc, ssl.SSLCertVerificationError):
         return (

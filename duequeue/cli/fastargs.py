@@ -1,5 +1,6 @@
 """Recognise the one invocation cron makes every minute, `duequeue [--db P] [--config F] tick
-[--limit N] [--json]` (--db and --config may also follow `tick`, as typer's commands take them), so that it can run without typer's option machinery.
+[--limit N] [--json]` (--db and --config may also follow `tick`, as typer's commands take
+them), so that it can run without typer's option machinery.
 
 typer coerces every non-flag option through a pydantic TypeAdapter, and importing pydantic costs
 more than the rest of a tick with nothing due. Anything this parser does not recognise exactly
