@@ -3,6 +3,7 @@ make one `duequeue.Queue` call, render the result. Registered on the app in app.
 DuequeueError is left to the app to report (cli/report.py)."""
 
 import json
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -120,6 +121,16 @@ def add(
             show_default=False,
         ),
     ] = None,
+    notify_file: Annotated[
+        str | None,
+        typer.Option(
+            "--notify-file",
+            metavar="FILE",
+            help="Read --notify URLs from FILE, one a line (- reads stdin), so that their "
+            "tokens stay out of the process list (ps) as --notify's would not.",
+            show_default=False,
+        ),
+    ] = None,
     target: Annotated[
         list[str] | None,
         typer.Option(
@@ -180,7 +191,7 @@ def add(
         "cron": cron,
         "emails": email or (),
         "webhooks": webhook or (),
-        "notify": notify or (),
+        "notify": [*(notify or ()), *_lines_of(notify_file)],
         "targets": [_target(i, t) for i, t in enumerate(target or ())],
         "webhook_secret": webhook_secret or None,
         "subject": subject,
@@ -198,6 +209,26 @@ def add(
         added = q.add(**fields)
     _notes(added.notes)
     typer.echo(str(added.id))
+
+
+def _lines_of(path: str | None) -> list[str]:
+    """Return the non-blank lines of a file (`-`: stdin), a `#` line being a comment."""
+    if path is None:
+        return []
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise BadInputError(f"cannot read {path}: {why}", field="notify_file") from None
+    lines = [line.strip() for line in text.splitlines()]
+    found = [line for line in lines if line and not line.startswith("#")]
+    if not found:
+        raise BadInputError(f"{path} holds no URL", field="notify_file")
+    return found
 
 
 def _target(index: int, text: str) -> tuple[str, str]:
