@@ -20,9 +20,7 @@ def cli(db: Db) -> Cli:
     return Cli(db, T0, {"DUEQUEUE_CHANNEL_TIMEOUT": "2"})
 
 
-def dead_hook(
-    cli: Cli, http: HttpSink, path: str = "/gone", status: int = 410, **kw: str
-) -> int:
+def dead_hook(cli: Cli, http: HttpSink, path: str = "/gone", status: int = 410, **kw: str) -> int:
     """Add a one-shot whose webhook answers 410 (or `status`), and tick it dead."""
     http.respond(path, Reply(status))
     rid = cli.add("--at", "now", "--webhook", http.url(path), *[a for kv in kw.items() for a in kv])

@@ -247,9 +247,7 @@ def test_it_parses_smtp_urls(url: str, expected: SmtpSettings) -> None:
 def test_it_takes_missing_credentials_from_the_user_and_password_settings() -> None:
     login = ("envuser", "envpass")
 
-    assert parse_smtp_url("smtp://h", *login) == SmtpSettings(
-        "h", 25, "none", "envuser", "envpass"
-    )
+    assert parse_smtp_url("smtp://h", *login) == SmtpSettings("h", 25, "none", "envuser", "envpass")
     assert parse_smtp_url("smtp://me@h", *login).password == "envpass"
     assert parse_smtp_url("smtp://me:urlpass@h", *login).password == "urlpass"
     assert parse_smtp_url("smtp://h").user is None
