@@ -46,7 +46,7 @@ def root(
     ] = False,
 ) -> None:
     """Deliver reminders on time from cron: email, signed webhooks and chat or push
-    notifications, never twice."""
+    notifications."""
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
         raise typer.Exit(0)

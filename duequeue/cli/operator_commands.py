@@ -184,8 +184,9 @@ def prune(
 
 
 def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
-    """Check the database, SMTP (and email targets without it), the webhook secret and the
-    zone data; exit 1 on a problem."""
+    """Check the settings, the database, SMTP (a login it requires, email targets without it),
+    the webhook secrets, notify targets (Apprise installed, every service known) and the zone
+    data; exit 1 on a problem."""
     root = ctx.find_root().params
     # Not a Queue: an invalid setting is one of doctor's findings, not the end of it.
     report = check_setup(root.get("db"), config=root.get("config"))

@@ -81,7 +81,7 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
         width,
         shorten=("subject", "targets", "rule", "last error"),
         # At 80 columns: what, to whom, in which state and when, and why it failed.
-        keep=("id", "subject", "state", "fire", "targets", "last error", "rule", "errors"),
+        keep=("id", "subject", "state", "fire", "targets", "last error"),
     ).with_note()
 
 

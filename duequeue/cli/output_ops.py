@@ -89,7 +89,7 @@ def history_text(h: History, width: int | None) -> str:
                 rows,
                 width,
                 shorten=("target", "error"),
-                keep=("at", "target", "outcome", "error", "attempt"),
+                keep=("at", "target", "outcome", "error"),
             ).with_note(),
         ]
     else:

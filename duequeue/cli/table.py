@@ -19,6 +19,8 @@ GAP = "  "
 # A shortened column keeps at least this many places (an ellipsis and a few characters that still
 # say what it was); a column that cannot get them is left out instead.
 NARROWEST = 14
+# Room a shortenable column keeps before a column that `keep` does not name is shown at all.
+COMFORTABLE = 24
 FORCE_TTY = "DUEQUEUE_FORCE_TTY"
 
 
@@ -26,13 +28,13 @@ def terminal_width() -> int | None:
     """Return the width to fit tables to on a terminal, or None in a pipe (tab-separated).
 
     DUEQUEUE_FORCE_TTY (as gh's GH_FORCE_TTY) makes a pipe print as a terminal would: a number
-    is the width, any other value means COLUMNS or 80.
+    of 20 or more is the width; any other value (1, yes) means COLUMNS or 80.
     """
     columns = os.environ.get("COLUMNS", "")
     from_columns = int(columns) if columns.isdigit() and int(columns) > 0 else None
     forced = os.environ.get(FORCE_TTY, "")
     if forced:
-        return int(forced) if forced.isdigit() and int(forced) > 0 else from_columns or 80
+        return int(forced) if forced.isdigit() and int(forced) >= 20 else from_columns or 80
     if sys.stdout.isatty():
         return from_columns or shutil.get_terminal_size().columns
     return None
@@ -56,7 +58,11 @@ class Table:
         if not self.left_out:
             return self.text
         names = ", ".join(self.left_out)
-        return f"{self.text}\n({len(self.left_out)} columns left out: {names}; --wide shows them)"
+        n = len(self.left_out)
+        columns = "1 column" if n == 1 else f"{n} columns"
+        return (
+            f"{self.text}\n({columns} left out: {names}; --wide shows {'it' if n == 1 else 'them'})"
+        )
 
 
 def render(
@@ -78,11 +84,14 @@ def render(
         return Table("\n".join("\t".join(row) for row in [list(headers), *cells]))
     natural = [max([_len(h), *(_len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
     cuttable = {i for i, h in enumerate(headers) if h in shorten}
+    empty = {i for i in range(len(headers)) if all(row[i] in ("", "-") for row in cells)}
     rank = [headers.index(h) for h in keep if h in headers]
     rank += [i for i in range(len(headers)) if i not in rank]
     # A column with nothing to say in any row (no errors yet) gives way first.
-    rank.sort(key=lambda i: all(row[i] in ("", "-") for row in cells))
-    shown = _columns_that_fit(natural, cuttable, rank, width)
+    rank.sort(key=lambda i: i in empty)
+    named = [h for h in keep if h in headers] or headers  # no `keep`: every column counts
+    essential = {headers.index(h) for h in named} - empty
+    shown = _columns_that_fit(natural, cuttable, rank, width, essential, empty)
     widths = {i: natural[i] for i in shown}
     room = width - len(GAP) * (len(shown) - 1)
     while sum(widths.values()) > room:
@@ -101,18 +110,29 @@ def render(
 
 
 def _columns_that_fit(
-    natural: Sequence[int], cuttable: Collection[int], rank: Sequence[int], width: int
+    natural: Sequence[int],
+    cuttable: Collection[int],
+    rank: Sequence[int],
+    width: int,
+    essential: Collection[int],
+    empty: Collection[int],
 ) -> list[int]:
-    """Return the columns, in table order, that fit `width` with shortenable ones at their floor:
-    the most useful first; the first column always."""
+    """Return the columns, in table order, that fit `width`, the most useful first.
+
+    An essential column (one `keep` names) goes in while the shortenable columns can keep
+    NARROWEST places; any other only while they all keep COMFORTABLE ones: a rule or a count
+    never squeezes an address or an error down to a stub; a column empty in every row only
+    while nothing needs shortening. The first column always goes in.
+    """
     shown: list[int] = []
-    used = -len(GAP)
     for i in rank:
-        least = min(natural[i], NARROWEST) if i in cuttable else natural[i]
-        if shown and used + len(GAP) + least > width:
-            continue
-        shown.append(i)
-        used += len(GAP) + least
+        floor = NARROWEST if i in essential else COMFORTABLE
+        floor = max(natural) if i in empty else floor
+        need = sum(
+            min(natural[j], floor) if j in cuttable else natural[j] for j in [*shown, i]
+        ) + len(GAP) * len(shown)
+        if not shown or need <= width:
+            shown.append(i)
     return sorted(shown)
 
 
