@@ -56,21 +56,23 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
     )
     assert proc.stderr is not None
     log: list[str] = []
-    for line in proc.stderr:  # ready once it says it is running (no sleep, no polling)
-        log.append(line)
-        if " running" in line:
-            break
-    else:
-        pytest.fail("mosquitto did not start: " + "".join(log))
-    # Keep reading its log, or a full pipe would stall the broker.
-    reader = threading.Thread(target=lambda: log.extend(proc.stderr or ()), daemon=True)
-    reader.start()
+    reader: threading.Thread | None = None
     try:
+        for line in proc.stderr:  # ready once it says it is running (no sleep, no polling)
+            log.append(line)
+            if " running" in line:
+                break
+        else:
+            pytest.fail("mosquitto did not start: " + "".join(log))
+        # Keep reading its log, or a full pipe would stall the broker.
+        reader = threading.Thread(target=lambda: log.extend(proc.stderr or ()), daemon=True)
+        reader.start()
         yield Broker(port, log)
-    finally:
+    finally:  # also when the start failed or timed out: never leave a broker behind
         proc.terminate()
         proc.wait(timeout=LIMIT_S)
-        reader.join(timeout=LIMIT_S)
+        if reader is not None:
+            reader.join(timeout=LIMIT_S)
 
 
 def test_a_refused_mqtt_login_is_a_dead_letter_at_once(db_path: Path, broker: Broker) -> None:
