@@ -142,7 +142,7 @@ class Queue:
             return convert.added(
                 rid, False, [f"key {key!r} exists as reminder {rid}; nothing added"]
             )
-        return convert.added(rid, True, compose.add_notes(reminder, self.settings, now))
+        return convert.added(rid, True, compose.add_notes(reminder, self.settings, now, req.at))
 
     def preview(
         self,
@@ -175,7 +175,7 @@ class Queue:
         r = compose.build_reminder(req, self.settings.tz, now, settings=self.settings.by_name())
         assert r.fire_at is not None  # a new reminder always has its first fire
         local = compose.fires(r.rule_kind, r.rule, r.tz, r.dtstart, r.fire_at, count)
-        return convert.preview(r.tz, local, compose.add_notes(r, self.settings, now))
+        return convert.preview(r.tz, local, compose.add_notes(r, self.settings, now, req.at))
 
     def import_lines(
         self,

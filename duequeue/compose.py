@@ -242,10 +242,19 @@ def _grace_ms(grace: str | timedelta) -> int:
     return grace // timedelta(milliseconds=1)
 
 
-def add_notes(reminder: NewReminder, settings: Settings, now: datetime) -> list[str]:
+def add_notes(
+    reminder: NewReminder, settings: Settings, now: datetime, at: object = None
+) -> list[str]:
     """Return what the user should know about a valid reminder: nothing is wrong with it, but
-    it will not go out as they may expect."""
+    it will not go out as they may expect. `at` is what the caller gave as add's `at`."""
     notes = []
+    if isinstance(at, str):
+        moved = schedule.gap_skips(at, schedule.parse_zone(reminder.tz))
+        if moved is not None:
+            notes.append(
+                f"note: {at.strip()} does not exist in {reminder.tz} (a DST change skips it): "
+                f"the first fire is {moved.isoformat()}, the end of the gap"
+            )
     # Before the current second: rules keep whole seconds, so a rule starting "now" fires at
     # the start of this second, which is not a past time the user gave.
     if reminder.fire_at is not None and reminder.fire_at < to_ms(now) // 1000 * 1000:

@@ -22,6 +22,9 @@ class Settings:
 
     db: str
     smtp_url: str | None = None
+    # The SMTP login when the URL carries none (a password with characters a URL must escape).
+    smtp_user: str | None = None
+    smtp_password: str | None = None
     email_from: str | None = None
     webhook_secret: str | None = None
     max_retries: int = 3
@@ -263,7 +266,7 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
         if settings.smtp_url is not None:
             from duequeue.channels.smtpurl import parse_smtp_url  # lazy: only when set
 
-            parse_smtp_url(settings.smtp_url, env)
+            parse_smtp_url(settings.smtp_url, settings.smtp_user, settings.smtp_password)
     except ConfigError as exc:
         raise _by_setting(exc) from None
     if settings.email_from is not None:
@@ -344,6 +347,8 @@ def masked(settings: Settings) -> dict[str, Any]:
     for name, value in settings.by_name().items():
         if name == "webhook_secret" and value:
             value = "whsec_****"
+        elif name == "smtp_password" and value:
+            value = "****"
         elif name in ("smtp_url", "db") and value:
             from duequeue import redact  # lazy: only shown settings need it
 

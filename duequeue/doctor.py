@@ -43,6 +43,7 @@ def run(load: Callable[[], Any], open_store: Callable[[str], Any]) -> list[Check
     checks.extend(email_targets_check(settings, open_store))
     checks.extend(notify_checks(settings, open_store))
     checks.append(secret_check(settings.webhook_secret))
+    checks.extend(target_secret_checks(settings, open_store))
     checks.extend(zone_checks(settings.tz))
     return checks
 
@@ -113,16 +114,23 @@ def smtp_checks(settings: Any) -> list[Check]:
             )
         ]
     checks = []
+    login = (settings.smtp_user, settings.smtp_password)
     try:
         checks.append(
-            Check("smtp", True, smtpprobe.probe(settings.smtp_url, settings.channel_timeout))
+            Check(
+                "smtp",
+                True,
+                smtpprobe.probe(
+                    settings.smtp_url, settings.channel_timeout, *login, settings.email_from
+                ),
+            )
         )
     except Exception as exc:  # any failure of the probe is the finding, not a crash
         checks.append(
             Check(
                 "smtp",
                 False,
-                smtpprobe.describe(exc, settings.smtp_url),
+                smtpprobe.describe(exc, settings.smtp_url, *login),
                 smtpprobe.advice(exc),
             )
         )
@@ -237,6 +245,41 @@ def secret_check(secret: str | None) -> Check:
     sizes = "/".join(str(len(key)) for key in keys)
     rotating = f"; {len(keys)} secrets, each message signed with all" if len(keys) > 1 else ""
     return Check("webhook secret", True, f"whsec_ format, {sizes}-byte key{rotating}")
+
+
+# Per-target secrets doctor reads: enough for any real queue; a larger one is sampled.
+_SECRET_SAMPLE = 10_000
+
+
+def target_secret_checks(settings: Any, open_store: Callable[[str], Any]) -> list[Check]:
+    """Report webhooks whose own secret lacks its base64 padding, as for the global one."""
+    try:
+        store = open_store(settings.db)
+    except DuequeueError:
+        return []  # database_checks reports it
+    try:
+        found = store.target_secrets(_SECRET_SAMPLE)
+    except DuequeueError:
+        return []  # database_checks reports it
+    finally:
+        store.close()
+    unpadded = sorted(
+        {rid for rid, text in found if any(padding_missing(s) for s in text.split(" ") if s)}
+    )
+    if not unpadded:
+        return []
+    ids = ", ".join(map(str, unpadded[:10])) + (", ..." if len(unpadded) > 10 else "")
+    return [
+        Check(
+            "webhook secrets of targets",
+            False,
+            f"{len(unpadded)} reminder(s) have a --webhook-secret that lacks its '=' padding "
+            f"(reminders {ids}): the Go, Rust, C# and Elixir Standard Webhooks libraries "
+            "refuse it",
+            "append the '=' padding at those receivers (same key, same signatures), or cancel "
+            "and re-add those reminders with the padded secret",
+        )
+    ]
 
 
 def zone_checks(default_tz: str) -> list[Check]:

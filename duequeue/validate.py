@@ -96,6 +96,10 @@ def data_value(value: Any, field: str = "data") -> str:
     """
     if _too_deep(value):
         raise BadInputError(_TOO_DEEP, field=field)
+    if _beyond_a_double(value):
+        # Python keeps such an integer exactly, but a receiver's JSON parser (JavaScript's,
+        # Go's float64, Python's float()) turns it into Infinity or fails on it.
+        raise BadInputError("a number is too large (beyond about 1.8e308)", field=field)
     try:
         compact = _encoder().encode(value)
     except ValueError:
@@ -135,6 +139,22 @@ def _too_deep(value: Any) -> bool:
         if depth > MAX_DATA_DEPTH:
             return True
         stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _beyond_a_double(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            try:
+                float(item)
+            except OverflowError:
+                return True
     return False
 
 

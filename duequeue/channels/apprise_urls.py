@@ -35,11 +35,28 @@ def problem(url: str) -> str | None:
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     if not scheme:
         return "not a URL (an Apprise URL such as ntfys://ntfy.sh/topic or slack://...)"
-    if instantiate(apprise, url) is not None:
-        return None
+    plugin = instantiate(apprise, url)
+    if plugin is not None:
+        return _unusable(scheme, plugin)
     if scheme not in _schemes(apprise):
         return f"unknown service {scheme!r} (Apprise knows {len(_schemes(apprise))} schemes)"
     return f"not a valid {scheme}:// URL for Apprise (a token or part is missing or malformed)"
+
+
+def _unusable(scheme: str, plugin: Any) -> str | None:
+    """Return why a URL Apprise accepted can still never be sent to, or None.
+
+    Apprise accepts a port out of range (the send then fails on every try) and an ntfy or MQTT
+    URL without a topic (nothing to publish to).
+    """
+    # The plugin's port, not the URL's: some services put a colon in a token where a port
+    # would be (tgram://123456:ABC/...), and Apprise knows which.
+    port = getattr(plugin, "port", None)
+    if isinstance(port, int) and not 1 <= port <= 65535:
+        return "the port must be a number from 1 to 65535"
+    if getattr(plugin, "topics", None) == []:
+        return f"no topic: give one as the path ({scheme}://host/topic)"
+    return None
 
 
 @functools.cache

@@ -53,7 +53,12 @@ async def open_channel(opening: Opening) -> AsyncIterator[Sender]:
     from duequeue.channels.email_sender import EmailChannel
 
     async with EmailChannel(
-        smtp_url=smtp_url, sender=sender, timeout=opening.timeout, clock=opening.clock
+        smtp_url=smtp_url,
+        sender=sender,
+        timeout=opening.timeout,
+        clock=opening.clock,
+        smtp_user=opening.settings.get("smtp_user"),
+        smtp_password=opening.settings.get("smtp_password"),
     ) as channel:
         yield channel
 

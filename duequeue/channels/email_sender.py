@@ -32,7 +32,13 @@ def build_email(msg: Message, sender: str, to: str, now: float) -> EmailMessage:
     mail["From"] = sender
     mail["To"] = to
     # A newline in a header value is an injection vector (and rejected by the policy).
-    mail["Subject"] = " ".join(msg.subject.splitlines())
+    subject = " ".join(msg.subject.splitlines())
+    if "=?" in subject:
+        # Text that looks like an RFC 2047 encoded word would be decoded by the receiver (and
+        # by the email package, which then re-emits it decoded): send it encoded, as is.
+        mail.set_raw("Subject", _encoded_words(subject))
+    else:
+        mail["Subject"] = subject
     # An aware UTC time gives "+0000"; formatdate's "-0000" means "zone unknown" (RFC 5322).
     mail["Date"] = format_datetime(datetime.fromtimestamp(now, UTC))
     mail["Message-ID"] = f"<{msg.delivery_id}@{_domain_of(sender)}>"
@@ -40,6 +46,22 @@ def build_email(msg: Message, sender: str, to: str, now: float) -> EmailMessage:
     mail["X-Duequeue-Fire-At"] = iso(to_ms(msg.fire_at)) or ""
     mail.set_content(msg.body, charset="utf-8")
     return mail
+
+
+def _encoded_words(text: str) -> str:
+    """Return `text` as folded RFC 2047 base64 words that decode to exactly `text`."""
+    chunks, chunk = [], ""
+    for ch in text:
+        # 39 bytes make a 64-character word: "Subject: " and one word fit a 78-character line.
+        if len((chunk + ch).encode("utf-8")) > 39:
+            chunks.append(chunk)
+            chunk = ""
+        chunk += ch
+    chunks.append(chunk)
+    words = (
+        "=?utf-8?b?" + base64.b64encode(c.encode("utf-8")).decode("ascii") + "?=" for c in chunks
+    )
+    return "\n ".join(words)
 
 
 def _domain_of(sender: str) -> str:
@@ -66,8 +88,10 @@ class EmailChannel:
         sender: str,
         timeout: float,
         clock: Callable[[], float] = time.time,
+        smtp_user: str | None = None,
+        smtp_password: str | None = None,
     ) -> None:
-        self._settings = parse_smtp_url(smtp_url)
+        self._settings = parse_smtp_url(smtp_url, smtp_user, smtp_password)
         self._sender = sender
         self._envelope_from = parseaddr(sender)[1] or sender
         self._timeout = timeout

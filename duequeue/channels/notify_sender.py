@@ -10,7 +10,8 @@ to the channel's, so a call ends on its own; the channel's wait on it is the att
 Apprise returns only True or False; why a send failed is in what it logs. A handler on the
 `apprise` logger keeps each thread's warnings apart, and the send's outcome quotes them
 (redacted: Apprise URLs carry tokens). An HTTP 4xx that cannot pass on a retry is `permanent`,
-like a webhook's; everything else is `failed` and retried on the backoff table.
+like a webhook's, and so is an MQTT login the broker refuses, like SMTP's; everything else is
+`failed` and retried on the backoff table.
 """
 
 import asyncio
@@ -145,11 +146,55 @@ class NotifyChannel:
             return False, ["not a valid Apprise URL"]
         plugin.socket_connect_timeout = self._timeout
         plugin.socket_read_timeout = self._timeout
+        login = _MqttLogin(plugin)
         try:
             ok = bool(plugin.notify(body=body, title=title))
+        except Exception:
+            if login.refusal(0) is None:
+                raise
+            ok = False  # Apprise's MQTT plugin raises when the broker closes on a refused login
         finally:
             errors = self._handler.take()
+        # A message Apprise counts as published may have gone out before the broker answered.
+        refused = login.refusal(self._timeout if ok else 0)
+        if refused is not None:
+            return False, [f"MQTT {_LOGIN_REFUSED} by the broker: {refused}"]
         return ok, errors
+
+
+# A refused login is answered the same way on every retry: permanent, as SMTP's 535.
+_LOGIN_REFUSED = "login refused"
+# MQTT CONNACK reason codes (v5 values; paho maps MQTT 3.1.1's 4 and 5 to them): bad user name
+# or password, not authorized.
+_MQTT_REFUSED_LOGIN = frozenset({134, 135})
+
+
+class _MqttLogin:
+    """The broker's answer to an MQTT plugin's login, heard on paho's on_connect.
+
+    Apprise reports only that a message was not published ("the connection was lost"), or, at
+    QoS 0, that it was written to the socket, possibly before the broker answered the login
+    (MQTT lets a client send before CONNACK). The CONNACK says whether the broker took it.
+    """
+
+    def __init__(self, plugin: Any) -> None:
+        self.refused: str | None = None
+        self._answered = threading.Event()
+        client: Any = getattr(plugin, "client", None)
+        self.watching = type(client).__module__ == "paho.mqtt.client"
+        if self.watching:
+            client.on_connect = self._on_connect  # Apprise sets none of its own
+
+    def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any, *props: Any) -> None:
+        if getattr(reason, "value", None) in _MQTT_REFUSED_LOGIN:
+            self.refused = str(reason)
+        self._answered.set()
+
+    def refusal(self, timeout: float) -> str | None:
+        """Return why the broker refused the login, waiting up to `timeout` for its answer."""
+        if self.watching and self.refused is None:
+            self._answered.wait(timeout)
+        return self.refused
 
 
 def _failure(errors: list[str], url: str) -> Outcome:
@@ -157,6 +202,8 @@ def _failure(errors: list[str], url: str) -> Outcome:
     text = redact.secrets(text, url)
     if len(text) > _MAX_ERROR:
         text = text[:_MAX_ERROR] + "..."
+    if text.startswith(f"MQTT {_LOGIN_REFUSED}"):
+        return Outcome("permanent", text)
     statuses = [int(m) for m in _STATUS.findall(text)]
     if statuses and all(400 <= s < 500 and s not in TRANSIENT_4XX for s in statuses):
         return Outcome("permanent", text)

@@ -10,13 +10,23 @@ from duequeue.channels.smtpurl import parse_smtp_url
 _FIX = "start the SMTP server or correct DUEQUEUE_SMTP_URL (host, port, scheme, user and password)"
 
 
-def probe(smtp_url: str, timeout: float) -> str:
+class LoginRequiredError(smtplib.SMTPResponseException):
+    """The server refuses mail without a login, and no user is set."""
+
+
+def probe(
+    smtp_url: str,
+    timeout: float,
+    user: str | None = None,
+    password: str | None = None,
+    sender: str | None = None,
+) -> str:
     """Return what the server said; raise OSError or smtplib.SMTPException when it fails.
 
     The session opens by the routine deliveries use (connect, TLS, EHLO, STARTTLS, login), so a
     wrong password, an untrusted certificate or a missing STARTTLS shows here.
     """
-    settings = parse_smtp_url(smtp_url)
+    settings = parse_smtp_url(smtp_url, user, password)
     context = smtpconnect.tls_context()
     conn = smtpconnect.client(settings, timeout, context)
     smtpconnect.establish(conn, settings, context)
@@ -25,6 +35,8 @@ def probe(smtp_url: str, timeout: float) -> str:
         if code != 250:
             raise smtplib.SMTPResponseException(code, reply)
         banner = reply.decode("utf-8", "replace").strip()
+        if settings.user is None and conn.has_extn("auth"):
+            _mail_without_login(conn, sender)
         conn.quit()
     finally:
         conn.close()
@@ -35,9 +47,25 @@ def probe(smtp_url: str, timeout: float) -> str:
     )
 
 
-def describe(exc: BaseException, smtp_url: str) -> str:
+def _mail_without_login(conn: smtplib.SMTP, sender: str | None) -> None:
+    """Raise LoginRequiredError if the server, which offers AUTH, refuses MAIL without it.
+
+    A submission server (port 587) usually takes no mail from a client that has not logged in;
+    without this every email would die at the tick (530 or 554). MAIL then RSET sends nothing.
+    """
+    from email.utils import parseaddr  # lazy: only a server that offers AUTH gets here
+
+    code, reply = conn.mail(parseaddr(sender or "")[1] if sender else "")
+    if code == 530 or code >= 500:
+        raise LoginRequiredError(code, reply)
+    conn.rset()
+
+
+def describe(
+    exc: BaseException, smtp_url: str, user: str | None = None, password: str | None = None
+) -> str:
     """Return one line about a failed probe, never quoting the password."""
-    settings = parse_smtp_url(smtp_url)
+    settings = parse_smtp_url(smtp_url, user, password)
     where = f"{settings.host}:{settings.port}"
     if isinstance(exc, ConnectionRefusedError):
         return f"connection refused ({where})"
@@ -47,6 +75,16 @@ def describe(exc: BaseException, smtp_url: str) -> str:
         return f"host lookup failed for {settings.host}"
     if isinstance(exc, smtplib.SMTPAuthenticationError):
         return f"login refused for user {settings.user} ({where}): {exc.smtp_code}"
+    if isinstance(exc, LoginRequiredError):
+        said = (
+            exc.smtp_error.decode("utf-8", "replace")
+            if isinstance(exc.smtp_error, bytes)
+            else exc.smtp_error
+        )
+        return (
+            f"the server requires a login (AUTH) and no user is set: it answered MAIL with "
+            f"{exc.smtp_code} {' '.join(str(said).split())} ({where}); every email would fail"
+        )
     if isinstance(exc, ssl.SSLCertVerificationError):
         return f"TLS certificate not accepted ({where}): {exc.verify_message}"
     if isinstance(exc, ssl.SSLError):
@@ -61,10 +99,17 @@ def describe(exc: BaseException, smtp_url: str) -> str:
 
 def advice(exc: BaseException) -> str:
     """Return how to fix what `exc` says is wrong."""
+    if isinstance(exc, LoginRequiredError):
+        return (
+            "set the user and password: in DUEQUEUE_SMTP_URL (smtp+starttls://user:pass@host), "
+            "DUEQUEUE_SMTP_USER / DUEQUEUE_SMTP_PASSWORD, or smtp_user / smtp_password in the "
+            "config file"
+        )
     if isinstance(exc, smtplib.SMTPAuthenticationError):
         return (
             "correct the user and password (in DUEQUEUE_SMTP_URL, percent-encoded, or in "
-            "DUEQUEUE_SMTP_USER / DUEQUEUE_SMTP_PASSWORD)"
+            "DUEQUEUE_SMTP_USER / DUEQUEUE_SMTP_PASSWORD, or smtp_user / smtp_password in the "
+            "config file)"
         )
     if isinstance(exc, ssl.SSLCertVerificationError):
         return (

@@ -1,8 +1,7 @@
 """Parse DUEQUEUE_SMTP_URL; light enough for settings validation on every command."""
 
-import os
+import re
 import urllib.parse
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -29,8 +28,16 @@ class SmtpSettings:
     password: str | None = field(default=None, repr=False)
 
 
-def parse_smtp_url(url: str, env: Mapping[str, str] = os.environ) -> SmtpSettings:
-    """Return the settings of an SMTP URL; credentials missing from it come from `env`."""
+# A host name or an IP address (an IPv6 one without its brackets): no space, no '%' escape.
+_HOST = re.compile(r"[A-Za-z0-9._:-]+")
+# A '%' that does not start a %XX escape: unquote() would keep it literally, so the server would
+# get another password than the one the user meant to percent-encode.
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def parse_smtp_url(url: str, user: str | None = None, password: str | None = None) -> SmtpSettings:
+    """Return the settings of an SMTP URL; `user` and `password` (the smtp_user and
+    smtp_password settings) fill in credentials the URL does not carry."""
     try:
         parts = urllib.parse.urlsplit(url.strip())
         port = parts.port
@@ -41,6 +48,15 @@ def parse_smtp_url(url: str, env: Mapping[str, str] = os.environ) -> SmtpSetting
         raise ConfigError(f"DUEQUEUE_SMTP_URL: unsupported scheme ({_URL_HINT})")
     if not parts.hostname:
         raise ConfigError(f"DUEQUEUE_SMTP_URL: no host ({_URL_HINT})")
+    if not _HOST.fullmatch(parts.hostname):
+        raise ConfigError(
+            f"DUEQUEUE_SMTP_URL: the host {parts.hostname!r} is not a host name or IP address"
+        )
+    if _BAD_ESCAPE.search(parts.netloc.rpartition("@")[0]):
+        raise ConfigError(
+            "DUEQUEUE_SMTP_URL: a '%' in the user or password does not start a %XX escape "
+            "(write a literal '%' as %25)"
+        )
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         # Also where an unescaped '/', '?' or '#' in a password lands; say so, do not echo it.
         raise ConfigError(
@@ -50,17 +66,15 @@ def parse_smtp_url(url: str, env: Mapping[str, str] = os.environ) -> SmtpSetting
     if port == 0:
         raise ConfigError("DUEQUEUE_SMTP_URL: port 0 is not a valid port")
     security, default_port = _SCHEMES[parts.scheme]
-    user = urllib.parse.unquote(parts.username) if parts.username else None
-    password = urllib.parse.unquote(parts.password) if parts.password is not None else None
-    if user is None:
-        if password is not None:
-            raise ConfigError("DUEQUEUE_SMTP_URL: a password is given without a user")
-        user = env.get("DUEQUEUE_SMTP_USER") or None
-    if user is not None and password is None:
-        password = env.get("DUEQUEUE_SMTP_PASSWORD")
-        if password is None:
-            raise ConfigError(
-                "DUEQUEUE_SMTP_URL: a user is set but no password "
-                "(put it in the URL or in DUEQUEUE_SMTP_PASSWORD)"
-            )
-    return SmtpSettings(parts.hostname, port or default_port, security, user, password)
+    url_user = urllib.parse.unquote(parts.username) if parts.username else None
+    url_password = urllib.parse.unquote(parts.password) if parts.password is not None else None
+    if url_user is None and url_password is not None:
+        raise ConfigError("DUEQUEUE_SMTP_URL: a password is given without a user")
+    login = url_user or user or None
+    secret = url_password if url_password is not None else password
+    if login is not None and secret is None:
+        raise ConfigError(
+            "DUEQUEUE_SMTP_URL: a user is set but no password (put it in the URL, in "
+            "DUEQUEUE_SMTP_PASSWORD or as smtp_password in the config file)"
+        )
+    return SmtpSettings(parts.hostname, port or default_port, security, login, secret)

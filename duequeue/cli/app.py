@@ -6,10 +6,12 @@ from duequeue.cli import commands, operator_commands, shell
 app = shell.Typer(
     name="duequeue",
     cls=shell.Group,
-    help="Deliver reminders on time from cron: email and signed webhooks, never twice.",
+    help="Deliver reminders on time from cron: email, signed webhooks and chat or push "
+    "notifications (Slack, ntfy, Telegram, ... through Apprise), none twice because of a retry, "
+    "a partial failure or an overlapping tick.",
     invoke_without_command=True,  # bare `duequeue` prints help on stdout, exit 0 (root)
     context_settings={"help_option_names": ["-h", "--help"]},
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )

@@ -3,12 +3,13 @@ make one `duequeue.Queue` call, render the result. Registered on the app in app.
 DuequeueError is left to the app to report (cli/report.py)."""
 
 import json
+import sys
 from typing import Annotated, Any
 
 import typer
 
 from duequeue.cli import context, output, shell
-from duequeue.cli.table import terminal_width
+from duequeue.cli.table import table_width
 from duequeue.errors import BadInputError
 
 
@@ -37,6 +38,7 @@ def root(
         bool,
         typer.Option(
             "--version",
+            "-V",
             is_eager=True,
             callback=shell.print_version,
             help="Print the version and exit.",
@@ -44,7 +46,7 @@ def root(
     ] = False,
 ) -> None:
     """Deliver reminders on time from cron: email, signed webhooks and chat or push
-    notifications, never twice."""
+    notifications."""
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
@@ -119,6 +121,16 @@ def add(
             show_default=False,
         ),
     ] = None,
+    notify_file: Annotated[
+        str | None,
+        typer.Option(
+            "--notify-file",
+            metavar="FILE",
+            help="Read --notify URLs from FILE, one a line (- reads stdin), so that their "
+            "tokens stay out of the process list (ps) as --notify's would not.",
+            show_default=False,
+        ),
+    ] = None,
     target: Annotated[
         list[str] | None,
         typer.Option(
@@ -179,7 +191,7 @@ def add(
         "cron": cron,
         "emails": email or (),
         "webhooks": webhook or (),
-        "notify": notify or (),
+        "notify": [*(notify or ()), *_lines_of(notify_file)],
         "targets": [_target(i, t) for i, t in enumerate(target or ())],
         "webhook_secret": webhook_secret or None,
         "subject": subject,
@@ -197,6 +209,26 @@ def add(
         added = q.add(**fields)
     _notes(added.notes)
     typer.echo(str(added.id))
+
+
+def _lines_of(path: str | None) -> list[str]:
+    """Return the non-blank lines of a file (`-`: stdin), a `#` line being a comment."""
+    if path is None:
+        return []
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise BadInputError(f"cannot read {path}: {why}", field="notify_file") from None
+    lines = [line.strip() for line in text.splitlines()]
+    found = [line for line in lines if line and not line.startswith("#")]
+    if not found:
+        raise BadInputError(f"{path} holds no URL", field="notify_file")
+    return found
 
 
 def _target(index: int, text: str) -> tuple[str, str]:
@@ -270,8 +302,16 @@ def inspect(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+    wide: Annotated[
+        bool,
+        typer.Option("--wide", help="On a terminal: every column, no cell shortened."),
+    ] = False,
 ) -> None:
-    """List dead-lettered, due, pending or all reminders as a table or JSON."""
+    """List dead-lettered, due, pending or all reminders as a table or JSON.
+
+    On a terminal: one line per reminder, long cells shortened with an ellipsis and the least
+    useful columns left out to fit its width (--wide shows all). In a pipe: tab-separated.
+    """
     chosen = [
         name
         for name, on in (("dead", dead), ("due", due), ("pending", pending), ("all", all_))
@@ -283,16 +323,23 @@ def inspect(
     with context.queue(ctx) as q:
         found = q.inspect(
             view,  # type: ignore[arg-type]
-            limit=limit,
+            # One more than asked, to say whether --limit left rows out.
+            limit=None if limit is None else limit + 1,
             subject_like=subject_like,
             target_like=target_like,
+        )
+    if limit is not None and len(found) > limit:
+        found = found[:limit]
+        typer.echo(
+            f"duequeue: showing the first {limit}; more reminders match (raise --limit)",
+            err=True,
         )
     if as_json:
         typer.echo(json.dumps([output.reminder_json(r) for r in found], indent=2))
     elif not found:
         typer.echo("no reminders" if view == "all" else f"no {view} reminders")
     else:
-        typer.echo(output.reminder_table(found, terminal_width()))
+        typer.echo(output.reminder_table(found, table_width(wide)))
 
 
 def next_(

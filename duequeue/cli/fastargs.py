@@ -1,5 +1,6 @@
 """Recognise the one invocation cron makes every minute, `duequeue [--db P] [--config F] tick
-[--limit N] [--json]`, so that it can run without typer's option machinery.
+[--limit N] [--json]` (--db and --config may also follow `tick`, as typer's commands take
+them), so that it can run without typer's option machinery.
 
 typer coerces every non-flag option through a pydantic TypeAdapter, and importing pydantic costs
 more than the rest of a tick with nothing due. Anything this parser does not recognise exactly
@@ -37,7 +38,7 @@ def tick_args(argv: Sequence[str]) -> TickArgs | None:
         if rest[0] == "--json":
             rest.pop(0)
             as_json = True
-        elif not _take(rest, ("--limit",), values):
+        elif not _take(rest, ("--limit", *_GLOBAL), values):
             return None
     limit = values.get("--limit")
     if limit is not None and not (limit.isascii() and limit.isdigit() and int(limit) >= 1):

@@ -16,7 +16,7 @@ from duequeue.api import Queue, check_setup
 from duequeue.cli import context, output_ops
 from duequeue.cli.report import message
 from duequeue.cli.summary import iso, tick_line
-from duequeue.cli.table import terminal_width
+from duequeue.cli.table import table_width
 from duequeue.errors import BadInputError, DuequeueError
 
 if TYPE_CHECKING:
@@ -83,14 +83,22 @@ def history(
     ctx: typer.Context,
     reminder_id: Annotated[int, typer.Argument(metavar="ID", help="The reminder id.")],
     as_json: JSON = False,
+    wide: Annotated[
+        bool,
+        typer.Option("--wide", help="On a terminal: every column, no cell shortened."),
+    ] = False,
 ) -> None:
-    """Show every delivery attempt of a reminder, and its dead letters."""
+    """Show every delivery attempt of a reminder, and its dead letters.
+
+    On a terminal each table row is one line fitted to its width (--wide shows everything);
+    in a pipe the tables are tab-separated.
+    """
     with context.queue(ctx) as q:
         found = q.history(reminder_id)
     if as_json:
         _echo_json(output_ops.history_json(found))
     else:
-        typer.echo(output_ops.history_text(found, terminal_width()))
+        typer.echo(output_ops.history_text(found, table_width(wide)))
 
 
 def retry(
@@ -176,8 +184,9 @@ def prune(
 
 
 def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
-    """Check the database, SMTP (and email targets without it), the webhook secret and the
-    zone data; exit 1 on a problem."""
+    """Check the settings, the database, SMTP (a login it requires, email targets without it),
+    the webhook secrets, notify targets (Apprise installed, every service known) and the zone
+    data; exit 1 on a problem."""
     root = ctx.find_root().params
     # Not a Queue: an invalid setting is one of doctor's findings, not the end of it.
     report = check_setup(root.get("db"), config=root.get("config"))

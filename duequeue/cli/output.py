@@ -52,7 +52,7 @@ def reminder_json(r: Reminder) -> dict[str, Any]:
 
 
 def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
-    """Return a plain-text table of reminders, fitted to `width` columns when given."""
+    """Return a table of reminders: one line each fitted to `width`, or tab-separated (None)."""
     columns = ("id", "subject", "targets", "rule", "state", "fire", "late", "errors", "last error")
     rows = []
     for r in reminders:
@@ -75,7 +75,14 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
                 r.last_error or "",
             )
         )
-    return table.render(columns, rows, width, wrap=("subject", "targets", "rule", "last error"))
+    return table.render(
+        columns,
+        rows,
+        width,
+        shorten=("subject", "targets", "rule", "last error"),
+        # At 80 columns: what, to whom, in which state and when, and why it failed.
+        keep=("id", "subject", "state", "fire", "targets", "last error"),
+    ).with_note()
 
 
 def _to_the_second(stamp: str | None) -> str:

@@ -13,6 +13,8 @@ from duequeue.cli.report import setting_source
 from duequeue.cli.summary import iso, seconds
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from duequeue.results import Change, ConfigReport, DoctorReport, History, PruneCounts, Stats
 
 
@@ -55,14 +57,22 @@ def history_json(h: History) -> dict[str, Any]:
 
 
 def history_text(h: History, width: int | None) -> str:
-    """Return `history` as a heading and plain-text tables, fitted to `width` when given."""
+    """Return `history` as a heading and tables: one line a row fitted to `width`, or
+    tab-separated (None)."""
     r = h.reminder
+
+    def when(at: datetime | None, empty: str = "") -> str:
+        # A terminal gets instants to the second (milliseconds cost a column four places);
+        # a pipe gets them whole.
+        stamp = iso(at)
+        return empty if stamp is None else stamp if width is None else stamp[:19] + "Z"
+
     parts = [f"reminder {r.id} {r.subject!r}: {r.state}, next fire {iso(r.next_fire_at) or '-'}"]
     if h.attempts:
         rows = [
             (
-                iso(a.at) or "",
-                iso(a.fire_at) or "",
+                when(a.at),
+                when(a.fire_at),
                 target_text(a.target),
                 a.outcome,
                 str(a.attempt),
@@ -71,29 +81,45 @@ def history_text(h: History, width: int | None) -> str:
             for a in h.attempts
         ]
         columns = ("at", "fire", "target", "outcome", "attempt", "error")
-        parts += ["", "attempts", table.render(columns, rows, width, wrap=("target", "error"))]
+        parts += [
+            "",
+            "attempts",
+            table.render(
+                columns,
+                rows,
+                width,
+                shorten=("target", "error"),
+                keep=("at", "target", "outcome", "error"),
+            ).with_note(),
+        ]
     else:
         parts.append("no delivery attempts yet")
     if h.dead_letters:
         dead = [
             (
-                iso(d.fire_at) or "",
-                iso(d.dead_at) or "",
+                when(d.fire_at),
+                when(d.dead_at),
                 str(d.error_count),
                 d.last_error or "",
-                iso(d.retried_at) or "-",
+                when(d.retried_at, "-"),
             )
             for d in h.dead_letters
         ]
         headers = ("fire", "died", "errors", "last error", "retried")
-        parts += ["", "dead letters", table.render(headers, dead, width, wrap=("last error",))]
+        parts += [
+            "",
+            "dead letters",
+            table.render(
+                headers, dead, width, shorten=("last error",), keep=("fire", "last error")
+            ).with_note(),
+        ]
     if h.target_retries:
         retrying = [
             (
-                iso(t.fire_at) or "",
+                when(t.fire_at),
                 target_text(t.target),
                 str(t.error_count),
-                iso(t.next_try_at) or "",
+                when(t.next_try_at),
                 t.last_error or "",
             )
             for t in h.target_retries
@@ -102,7 +128,13 @@ def history_text(h: History, width: int | None) -> str:
         parts += [
             "",
             "target retries (of a partial success)",
-            table.render(headers, retrying, width, wrap=("last error",)),
+            table.render(
+                headers,
+                retrying,
+                width,
+                shorten=("target", "last error"),
+                keep=("fire", "target", "next try", "last error"),
+            ).with_note(),
         ]
     return "\n".join(parts)
 

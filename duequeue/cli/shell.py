@@ -25,7 +25,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Command(TyperCommand):
-    """A command whose help names arguments by their metavar, without Python types."""
+    """A command whose help names arguments by their metavar, without Python types, and that
+    takes the root's --db and --config after its name too (`inspect --db e.db`)."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _take_global_options(self, ctx, args))
 
     def collect_usage_pieces(self, ctx: Context) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -51,6 +55,48 @@ class Command(TyperCommand):
         if opts:
             with formatter.section("Options"):
                 formatter.write_dl(opts)
+
+
+# The root's options a command also takes after its name, as users type them (`duequeue
+# inspect --db e.db`), and as fastargs.py takes them for cron's plain tick.
+GLOBAL_OPTIONS = ("--db", "--config")
+
+
+def _take_global_options(command: Any, ctx: Context, args: list[str]) -> list[str]:
+    """Set the root's --db / --config from a command's own arguments; return the rest.
+
+    The command's own options that take a value keep it, so `--subject --db` stays a subject;
+    nothing after `--` is an option.
+    """
+    valued = {
+        name
+        for p in command.params
+        if p.param_type_name == "option" and not getattr(p, "is_flag", False)
+        for name in p.opts
+    }
+    root = ctx.find_root().params
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--":
+            rest += args[i:]
+            break
+        if name in GLOBAL_OPTIONS:
+            if not eq:
+                if i + 1 >= len(args):
+                    raise click_errors.BadOptionUsage(name, f"{name} requires an argument", ctx)
+                value = args[i + 1]
+                i += 1
+            root[name.removeprefix("--")] = value
+        else:
+            rest.append(arg)
+            if arg in valued and i + 1 < len(args):
+                rest.append(args[i + 1])
+                i += 1
+        i += 1
+    return rest
 
 
 def _argument_name(param: Any) -> str:

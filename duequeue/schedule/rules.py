@@ -107,6 +107,16 @@ def named_wall(text: str) -> datetime | None:
     return parsed if parsed.tzinfo is None else None
 
 
+def gap_skips(text: str, tz: ZoneInfo) -> datetime | None:
+    """Return the local time `at` becomes when it names a wall time a DST gap skips (02:30 on
+    a spring-forward night becomes 03:00), else None."""
+    wall = named_wall(text)
+    if wall is None:
+        return None
+    instant = resolve_wall(wall, tz)
+    return instant.astimezone(tz) if to_wall(instant, tz) != wall else None
+
+
 def parse_rule(
     kind: RuleKind, text: str, tz: ZoneInfo, dtstart: datetime, wall: datetime | None = None
 ) -> Rule:

@@ -445,6 +445,11 @@ class Store(ABC):
         """Return up to `limit` distinct notify target URLs, for `doctor`."""
 
     @abstractmethod
+    def target_secrets(self, limit: int) -> list[tuple[int, str]]:
+        """Return up to `limit` (reminder id, secret) of webhooks with their own secret, of
+        reminders not done or cancelled, for `doctor`."""
+
+    @abstractmethod
     def health(self) -> list[HealthCheck]:
         """Check the database itself (schema version, integrity, journal mode) for `doctor`."""
 

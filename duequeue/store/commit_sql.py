@@ -10,7 +10,8 @@ One transaction, in this order:
    outran its lease, or was cut off, never overwrites what another tick or an operator did
    since). A row claim's row gets its new state; a target claim's retry row is taken back. Then,
    for the resolutions that applied: the targets left retrying on their own, the dead letters,
-   and targets switched off after 410 Gone.
+   targets switched off after 410 Gone, and a row's "partial" error cleared once the last
+   target retry of it got through.
 3. **Releases**, for claims the tick did not finish, again only while `owner` holds them.
 
 Records come first so that a claim never leaves our lease (written back or released) before the
@@ -88,6 +89,14 @@ _DEAD = """INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_err
 
 _DISABLE = """UPDATE targets SET disabled_at = :now, disabled_reason = :reason
     WHERE id = :id AND disabled_at IS NULL"""
+
+# A target retry that got its fire through may leave its row's "partial: ..." with nothing left
+# to say: no target still retrying, no dead letter of that fire or a later one awaiting retry.
+_HEALED = """UPDATE reminders SET last_error = NULL, updated_at = :now
+    WHERE id = :rid AND last_error LIKE 'partial:%'
+      AND NOT EXISTS (SELECT 1 FROM target_retries WHERE reminder_id = :rid)
+      AND NOT EXISTS (SELECT 1 FROM dead_letters
+                      WHERE reminder_id = :rid AND fire_at >= :fire AND retried_at IS NULL)"""
 
 _RELEASE_RETRY = """UPDATE target_retries SET lease_owner = NULL, lease_until = NULL
     WHERE target_id = :tid AND fire_at = :fire AND lease_owner = :owner"""
@@ -186,6 +195,14 @@ def _resolve(
             {"id": tid, "now": now, "reason": r.dead.last_error if r.dead else None}
             for r in applied
             for tid in r.disable
+        ],
+    )
+    run.many(
+        d.sql(_HEALED),
+        [
+            {"rid": r.reminder_id, "fire": r.fire_at, "now": now}
+            for r in applied
+            if isinstance(r.claim, TargetClaim) and r.verdict == "sent"
         ],
     )
     return applied, refused

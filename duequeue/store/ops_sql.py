@@ -92,6 +92,12 @@ def retry_dead(run: Run, d: Dialect, ids: Sequence[int] | None, now: int) -> lis
             {"id": rid},
         )
         reason = retry_refusal(found[rid], oldest, now)
+        if reason is None and oldest is not None and not _deliverable(run, d, rid, int(oldest)):
+            # Re-arming would deliver to nobody and dead-letter the fire again at the next tick.
+            reason = (
+                "every target that lacks this fire is disabled (410 Gone); "
+                f"`duequeue enable {rid}` first"
+            )
         # The re-armed fire delivers to every target that lacks it, so it takes over its
         # targets' own retries; not while a tick is sending one of them.
         if (
@@ -121,6 +127,21 @@ def retry_dead(run: Run, d: Dialect, ids: Sequence[int] | None, now: int) -> lis
         )
         changes.append(Change(rid, fire_at=int(oldest)))
     return changes
+
+
+def _deliverable(run: Run, d: Dialect, rid: int, fire: int) -> bool:
+    """Return whether the fire has a target not disabled that has not got it yet."""
+    ((count,),) = run(
+        d.sql(
+            """SELECT count(*) FROM targets t
+               WHERE t.reminder_id = :id AND t.disabled_at IS NULL
+                 AND NOT EXISTS (SELECT 1 FROM deliveries dl
+                                 WHERE dl.reminder_id = :id AND dl.target_id = t.id
+                                   AND dl.fire_at = :fire AND dl.outcome = 'sent')"""
+        ),
+        {"id": rid, "fire": fire},
+    )
+    return int(count) > 0
 
 
 def stats(run: Run, d: Dialect, now: int) -> Stats:

@@ -118,6 +118,21 @@ def notify_addresses(run: Run, d: Dialect, limit: int) -> list[str]:
     return [str(a) for (a,) in rows]
 
 
+def target_secrets(run: Run, d: Dialect, limit: int) -> list[tuple[int, str]]:
+    """Return up to `limit` (reminder id, secret) of the webhooks with a secret of their own
+    whose reminder may still deliver (not done, not cancelled), for doctor."""
+    rows = run(
+        d.sql(
+            """SELECT t.reminder_id, t.secret FROM targets t
+               JOIN reminders r ON r.id = t.reminder_id
+               WHERE t.secret IS NOT NULL AND r.cancelled_at IS NULL AND r.done_at IS NULL
+               ORDER BY t.reminder_id, t.id LIMIT :limit"""
+        ),
+        {"limit": limit},
+    )
+    return [(int(rid), str(secret)) for rid, secret in rows]
+
+
 def pending_channels(run: Run, d: Dialect) -> set[str]:
     """Return the channels pending reminders will deliver to (doctor: is SMTP needed?)."""
     rows = run(

@@ -10,7 +10,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import apsw
 
@@ -53,7 +53,10 @@ class SQLiteBackend:
         self.path = path
         self.where = str(path)
         self.busy_timeout_ms = busy_timeout_ms
-        self.conn = _connect(path, busy_timeout_ms, create)
+        # Why this user may not write the file, if so: it is then open read-only, so that the
+        # commands that only read it (inspect, history, stats) still work; a write says why not.
+        self.read_only = _read_only_because(path)
+        self.conn = _connect(path, busy_timeout_ms, create, read_only=self.read_only is not None)
         try:
             self._ensure_schema()
         except apsw.Error as exc:
@@ -69,6 +72,8 @@ class SQLiteBackend:
         # A write takes the lock up front (IMMEDIATE), so concurrent writers queue on the busy
         # timeout instead of failing when a read lock would have to be upgraded. A local file
         # never loses its connection: nothing is ever repeated here.
+        if write and self.read_only is not None:
+            raise StoreError(f"cannot open database {self.path}: {self.read_only}")
         try:
             with self._transaction("BEGIN IMMEDIATE" if write else "BEGIN"):
                 return work(SQLiteRun(self.conn.cursor()))
@@ -107,8 +112,13 @@ class SQLiteBackend:
         # not even switched to WAL.
         app_id, version = self._header()
         if version == SCHEMA_VERSION and app_id == APPLICATION_ID:
-            _use_wal(self.conn, self.path)
+            if self.read_only is None:  # a file duequeue wrote is in WAL mode already
+                _use_wal(self.conn, self.path)
             return
+        if self.read_only is not None and app_id == APPLICATION_ID and version < SCHEMA_VERSION:
+            raise StoreError(
+                f"cannot open database {self.path}: it needs an upgrade and {self.read_only}"
+            )
         if version == 0 and app_id == 0:
             tables = _fetch(self.conn, "SELECT count(*) FROM sqlite_schema")[0][0]
             if tables:
@@ -205,7 +215,21 @@ def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> li
     return cast(list[Row], cur.execute(sql, args).fetchall())
 
 
-def _connect(path: Path, busy_timeout_ms: int, create: bool) -> apsw.Connection:
+def _read_only_because(path: Path) -> str | None:
+    """Return why this user may read the database file but not write it, else None."""
+    try:
+        if not path.is_file():
+            return None
+    except OSError:
+        return None
+    if access.problem(path, write=False) is not None:
+        return None  # not even readable: opening it says why
+    return access.problem(path, write=True)
+
+
+def _connect(
+    path: Path, busy_timeout_ms: int, create: bool, *, read_only: bool = False
+) -> apsw.Connection:
     try:
         if not path.exists():
             if not create:
@@ -222,7 +246,10 @@ def _connect(path: Path, busy_timeout_ms: int, create: bool) -> apsw.Connection:
             raise StoreError(
                 f"{path} is an empty file, not a duequeue database (remove it to start a new one)"
             )
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+        if read_only:
+            conn = _connect_read_only(path)
+        else:
+            conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
     except OSError as exc:
         # The OS names whichever path failed (a parent, the temporary file of _create); say
         # which one this user lacks access to, and how to fix it.
@@ -237,6 +264,26 @@ def _connect(path: Path, busy_timeout_ms: int, create: bool) -> apsw.Connection:
         conn.close()
         raise store_error(path, busy_timeout_ms, exc) from exc
     return conn
+
+
+def _connect_read_only(path: Path) -> apsw.Connection:
+    """Open a database this user may read but not write.
+
+    A WAL database is read through its -shm file, which a reader who may not write the
+    directory cannot create (SQLite then refuses even a read). With no -wal file beside it
+    every commit is in the main file (the last writer checkpointed it on close), so it is read
+    as it stands (immutable): what `inspect` shows is the queue as of that instant.
+    """
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        _fetch(conn, "PRAGMA application_id")
+        return conn
+    except (apsw.ReadOnlyError, apsw.CantOpenError):
+        conn.close()
+        if path.with_name(path.name + "-wal").exists():
+            raise
+    uri = "file:" + quote(str(path.absolute())) + "?immutable=1"
+    return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
 
 
 def _use_wal(conn: apsw.Connection, path: Path) -> None:

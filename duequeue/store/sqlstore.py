@@ -148,6 +148,11 @@ class SQLStore(Store):
     def pending_channels(self) -> set[str]:
         return self._read(lambda run: reads.pending_channels(run, self.dialect), "pending channels")
 
+    def target_secrets(self, limit: int) -> list[tuple[int, str]]:
+        return self._read(
+            lambda run: reads.target_secrets(run, self.dialect, limit), "webhook secrets"
+        )
+
     def notify_addresses(self, limit: int) -> list[str]:
         return self._read(
             lambda run: reads.notify_addresses(run, self.dialect, limit), "notify targets"

@@ -120,6 +120,25 @@ def test_a_read_only_database_file_says_it_cannot_be_written(shared: Path) -> No
     assert "cannot write it" in line
 
 
+def test_a_database_the_user_may_only_read_is_read_by_the_commands_that_read(
+    shared: Path,
+) -> None:
+    db = _database(shared)
+    db.chmod(0o644)  # root's queue, which another user may look at (the directory is root's)
+    before = db.read_bytes()
+    inspect = run_cli_unprivileged(db, "inspect", "--all", "--json", cwd=shared)
+    assert (inspect.returncode, inspect.stderr) == (0, ""), inspect.stderr
+    assert '"subject": "Reminder"' in inspect.stdout
+    for args in (["stats"], ["history", "1"], ["next", "1"]):
+        r = run_cli_unprivileged(db, *args, cwd=shared)
+        assert (r.returncode, r.stderr) == (0, ""), (args, r.stderr)
+    cancel = run_cli_unprivileged(db, "cancel", "1", cwd=shared)  # a write says why not
+    assert cancel.returncode == 1
+    assert "cannot write it" in _one_clean_line(cancel.stderr)
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in shared.iterdir() if p.name.startswith("dq.db")) == ["dq.db"]
+
+
 def test_a_directory_the_user_cannot_write_is_named_not_the_temporary_file(
     shared: Path,
 ) -> None:

@@ -252,3 +252,40 @@ def test_doctor_says_to_check_the_scheme_when_tls_meets_a_plain_port(trusted: Te
         f"TLS handshake failed ({LOOPBACK}:{plain.port}): WRONG_VERSION_NUMBER"
     )
     assert "smtps:// for TLS from the start (465)" in smtpprobe.advice(caught.value)
+
+
+def test_doctor_reports_a_starttls_server_that_requires_a_login_when_no_user_is_set(
+    tmp_path: Path, trusted: TestCa
+) -> None:
+    with SmtpSink(credentials=(USER, PASSWORD), starttls=trusted.server_context()) as sink:
+        env = {
+            "DUEQUEUE_SMTP_URL": sink.url,  # smtp+starttls://127.0.0.1:PORT, no user
+            "DUEQUEUE_EMAIL_FROM": "r@example.com",
+            "SSL_CERT_FILE": str(trusted.ca_file),
+        }
+        code, check = smtp_check(tmp_path / "dq.db", env)
+        assert code == 1
+        assert check["ok"] is False
+        assert check["detail"].startswith(
+            "the server requires a login (AUTH) and no user is set: it answered MAIL with 530"
+        )
+        assert "DUEQUEUE_SMTP_USER" in check["fix"]
+        assert sink.messages == []
+        # What doctor foresaw is what a tick then meets.
+        with_login = {**env, "DUEQUEUE_SMTP_USER": USER, "DUEQUEUE_SMTP_PASSWORD": PASSWORD}
+        code, check = smtp_check(tmp_path / "dq.db", with_login)
+        assert (code, check["ok"]) == (0, True), check
+
+
+def test_doctor_passes_a_starttls_server_that_takes_mail_without_a_login(
+    tmp_path: Path, trusted: TestCa
+) -> None:
+    with SmtpSink(starttls=trusted.server_context()) as sink:
+        env = {
+            "DUEQUEUE_SMTP_URL": sink.url,
+            "DUEQUEUE_EMAIL_FROM": "r@example.com",
+            "SSL_CERT_FILE": str(trusted.ca_file),
+        }
+        code, check = smtp_check(tmp_path / "dq.db", env)
+        assert (code, check["ok"]) == (0, True), check
+        assert sink.messages == []

@@ -74,3 +74,17 @@ def test_the_quick_start_delivers_a_signed_webhook(tmp_path: Path) -> None:
     assert '"subject":"hello"' in received
     assert received.count("signature: valid\n") == 1
     assert "INVALID" not in received
+
+
+def test_the_two_commands_install_into_a_venv_and_ci_runs_the_test_command() -> None:
+    section = README.split("## Two commands\n", 1)[1].split("\n## ", 1)[0]
+    blocks = [line.strip() for line in section.splitlines() if line.startswith("    ")]
+    install, test = blocks
+    # Debian's system Python refuses a bare `pip install .` (externally-managed-environment).
+    assert install == f"{VENV} && duequeue tick"
+    assert test == "pip install -e '.[test]' && python -m pytest"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ci[-2:] == [
+        "python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'",
+        "python3 -m pytest",
+    ]

@@ -159,3 +159,19 @@ def test_doctor_takes_the_padded_secret_and_asks_for_24_bytes(db_path: Path) -> 
     assert (r.code, check["ok"]) == (1, False)
     assert "the key is only 16 bytes" in check["detail"]
     assert "at least 24 random bytes" in check["detail"]
+
+
+def test_doctor_reports_a_webhooks_own_unpadded_secret_by_reminder(db_path: Path) -> None:
+    cli = Cli(db_path, T0)
+    cli.add("--at", "+1h", "--webhook", HOOK)  # no secret of its own
+    rid = cli.add("--at", "+1h", "--webhook", HOOK, "--webhook-secret", UNPADDED)
+    cli.add("--at", "+1h", "--webhook", HOOK, "--webhook-secret", PADDED)
+    r = cli("doctor", "--json")
+    (check,) = [c for c in r.json()["checks"] if c["name"] == "webhook secrets of targets"]
+    assert (r.code, check["ok"]) == (1, False)
+    assert f"(reminders {rid})" in check["detail"]
+    assert "lacks its '=' padding" in check["detail"]
+    assert UNPADDED[6:] not in r.out
+    assert cli("cancel", str(rid)).code == 0  # a cancelled reminder never signs again
+    after = cli("doctor", "--json").json()
+    assert "webhook secrets of targets" not in [c["name"] for c in after["checks"]]

@@ -96,6 +96,21 @@ def test_add_at_a_past_time_says_it_goes_out_at_the_next_tick(cli: Cli) -> None:
     assert "is in the past" in dry.err
 
 
+def test_add_at_a_wall_time_a_dst_gap_skips_says_when_it_fires(cli: Cli) -> None:
+    args = ["--tz", "America/New_York", "--webhook", HOOK]
+    r = cli("add", "--at", "2027-03-14T02:30", *args)
+    assert (r.code, r.out) == (0, "1\n")
+    assert r.err == (
+        "duequeue: note: 2027-03-14T02:30 does not exist in America/New_York (a DST change "
+        "skips it): the first fire is 2027-03-14T03:00:00-04:00, the end of the gap\n"
+    )
+    assert cli.row(1)["next_fire_at"] == "2027-03-14T07:00:00.000Z"
+    dry = cli("add", "--at", "2027-03-14T02:30", "--rrule", "FREQ=DAILY", *args, "--dry-run")
+    assert "does not exist in America/New_York" in dry.err
+    fine = cli("add", "--at", "2027-03-14T03:30", *args)
+    assert (fine.code, fine.err) == (0, "")
+
+
 @pytest.mark.parametrize("at", ["now", "+0m", "+0s"])
 def test_add_at_now_or_plus_zero_is_due_now_without_a_note(cli: Cli, at: str) -> None:
     r = cli("add", "--at", at, "--webhook", HOOK)

@@ -1,9 +1,9 @@
-"""Tables fit the terminal, stay plain text in a pipe, and never crash on the output charset."""
+"""Tables: one line per row fitted to a terminal (gh's rule), tab-separated in a pipe, --wide for
+everything, and never a crash on the output charset."""
 
 import fcntl
 import os
 import pty
-import re
 import struct
 import subprocess
 import termios
@@ -38,37 +38,39 @@ def cli(db_path: Path) -> Cli:
     return c
 
 
-def column(lines: list[str], n: int) -> list[str]:
-    """Return column `n` of the first row, line by line, at the header's positions."""
-    starts = [m.start() for m in re.finditer(r"\S+", lines[0])]
-    first = next(i for i, line in enumerate(lines) if line.startswith("1 "))
-    row = [first, *range(first + 1, len(lines))]
-    row = [i for i in row if i == first or not lines[i][: starts[1]].strip()]
-    row = row[: next((k for k, i in enumerate(row[1:], 1) if i != row[k - 1] + 1), len(row))]
-    return [lines[i][starts[n] : starts[n + 1]].strip() for i in row]
-
-
-def test_it_wraps_text_columns_to_fit_and_leaves_no_trailing_space() -> None:
-    rows = [("1", "a subject long enough to need wrapping twice", "pending")]
-    text = render(("id", "subject", "state"), rows, 30, wrap=("subject",))
+def test_it_shortens_the_widest_text_cell_with_an_ellipsis_and_leaves_no_trailing_space() -> None:
+    rows = [("1", "a subject long enough to need shortening twice", "pending")]
+    text = render(("id", "subject", "state"), rows, 30, shorten=("subject",)).text
     lines = text.splitlines()
+    assert len(lines) == 2  # one line per row
     assert all(len(line) <= 30 for line in lines)
     assert all(line == line.rstrip() for line in lines)
-    assert " ".join(column(lines, 1)) == "a subject long enough to need wrapping twice"
+    assert lines[1].split()[0] == "1" and lines[1].endswith("pending")  # never cut
+    assert "…" in lines[1] or "..." in lines[1]
+
+
+def test_it_leaves_out_the_least_useful_column_when_even_shortening_cannot_fit() -> None:
+    headers = ("id", "subject", "rule", "state")
+    rows = [("1", "x" * 40, "FREQ=DAILY;BYHOUR=9;BYMINUTE=30", "pending")]
+    table = render(headers, rows, 34, shorten=("subject", "rule"), keep=("id", "subject", "state"))
+    assert table.left_out == ("rule",)
+    assert table.text.splitlines()[0].split() == ["id", "subject", "state"]
+    assert "--wide" in table.with_note().splitlines()[-1]
 
 
 def test_it_counts_wide_characters_as_two_columns() -> None:
-    text = render(("subject", "state"), [("家賃", "pending"), ("rent", "done")], None)
+    text = render(("subject", "state"), [("家賃", "pending"), ("rent", "done")], 80).text
     first, second = text.splitlines()[1:]
     assert first.index("pending") == second.index("done") - 2  # 家賃 is 4 columns, 2 chars
 
 
-def test_a_piped_table_is_plain_one_line_per_row(db_path: Path, cli: Cli) -> None:
+def test_a_piped_table_is_tab_separated_one_line_per_row(db_path: Path, cli: Cli) -> None:
     r = run_cli(db_path, "inspect", "--all")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert len(lines) == 3  # header and one line per reminder, whatever their length
-    assert lines[0].split() == [
+    header = lines[0].split("\t")
+    assert header == [
         "id",
         "subject",
         "targets",
@@ -77,39 +79,50 @@ def test_a_piped_table_is_plain_one_line_per_row(db_path: Path, cli: Cli) -> Non
         "fire",
         "late",
         "errors",
-        "last",
-        "error",
+        "last error",
     ]
+    assert all(len(line.split("\t")) == len(header) for line in lines)
     assert not BOX & set(r.stdout)
-    assert all(line == line.rstrip() for line in lines)
-    assert LONG_HOOK in lines[1]
+    assert "  " not in r.stdout  # no padding: cut -f works
+    assert lines[1].split("\t")[2] == f"email:ann@example.com, webhook:{LONG_HOOK}"
 
 
 @pytest.mark.parametrize("columns", [80, 120])
-def test_columns_sets_the_width_tables_fit(cli: Cli, columns: int) -> None:
-    r = cli("inspect", "--all", env={"COLUMNS": str(columns)})
+def test_a_forced_terminal_width_gives_one_line_per_row_within_it(cli: Cli, columns: int) -> None:
+    r = cli("inspect", "--all", env={"DUEQUEUE_FORCE_TTY": str(columns)})
     assert r.code == 0
     lines = r.out.splitlines()
     assert max(len(line) for line in lines) <= columns
     assert not BOX & set(r.out)
-    targets = "".join(column(lines, 2)).replace(" ", "")
-    assert targets == f"email:ann@example.com,webhook:{LONG_HOOK}"  # wrapped, never cut
+    assert [line.split()[0] for line in lines[1:3]] == ["1", "2"]  # one line per row
+    assert "…" in lines[1]  # the long subject and hook were shortened, not wrapped
+    assert "pending" in lines[1] and "2027-01-05T09:00:00Z" in lines[1]  # never cut
+
+
+def test_wide_shows_every_column_uncut(cli: Cli) -> None:
+    r = cli("inspect", "--all", "--wide", env={"DUEQUEUE_FORCE_TTY": "80"})
+    lines = r.out.splitlines()
+    assert len(lines) == 3
+    assert LONG_HOOK in lines[1] and "cron: 0 9 * * 1-5 (Europe/Berlin)" in lines[2]
+    assert "…" not in r.out
 
 
 def test_history_fits_the_terminal_too(cli: Cli) -> None:
-    out = cli("history", "1", env={"COLUMNS": "60"}).out
+    out = cli("history", "1", env={"DUEQUEUE_FORCE_TTY": "60"}).out
     assert out.startswith("reminder 1 ")
     assert max(len(line) for line in out.splitlines()[1:]) <= 60
 
 
-def test_on_a_terminal_the_table_fits_its_width_without_columns_set(
-    db_path: Path, cli: Cli
-) -> None:
+def _on_a_pty(db_path: Path, *args: str, columns: int = 80) -> list[str]:
     leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    env = {k: v for k, v in cli_env(db_path).items() if k not in ("COLUMNS", "LINES")}
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {
+        k: v
+        for k, v in cli_env(db_path).items()
+        if k not in ("COLUMNS", "LINES", "DUEQUEUE_FORCE_TTY")
+    }
     proc = subprocess.Popen(
-        cli_args("inspect", "--all"),
+        cli_args(*args),
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=follower,
@@ -127,10 +140,16 @@ def test_on_a_terminal_the_table_fits_its_width_without_columns_set(
         out += chunk
     os.close(leader)
     assert proc.wait(timeout=LIMIT_S) == 0
-    lines = out.decode().replace("\r\n", "\n").splitlines()
-    assert lines[0].split()[:2] == ["id", "subjec"]  # the 80 columns narrowed it
-    assert max(len(line) for line in lines if line.isascii()) <= 80
-    assert len(lines) > 3  # the long cells wrapped
+    return out.decode().replace("\r\n", "\n").splitlines()
+
+
+def test_on_an_80_column_terminal_each_reminder_is_one_line(db_path: Path, cli: Cli) -> None:
+    lines = _on_a_pty(db_path, "inspect", "--all")
+    assert lines[0].split()[:3] == ["id", "subject", "targets"]
+    assert [line.split()[0] for line in lines[1:3]] == ["1", "2"]
+    assert max(len(line) for line in lines) <= 80
+    assert lines[3].startswith("(") and "--wide" in lines[3]  # says what it left out
+    assert "Pay the rent" in lines[1] and "…" in lines[1]
 
 
 def test_inspect_all_on_an_empty_database_says_so_in_words(db_path: Path) -> None:
@@ -153,3 +172,18 @@ def test_an_output_charset_without_the_subjects_characters_degrades_not_crashes(
         assert r.returncode == 0, r.stderr
         assert "UnicodeEncodeError" not in r.stderr
         assert "Pay the rent" in r.stdout
+
+
+def test_an_ascii_terminal_shortens_with_three_dots(db_path: Path, cli: Cli) -> None:
+    env = {"PYTHONIOENCODING": "ascii", "DUEQUEUE_FORCE_TTY": "80"}
+    r = run_cli(db_path, "inspect", "--all", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "..." in r.stdout.splitlines()[1]
+
+
+def test_inspect_limit_says_when_rows_were_left_out(cli: Cli) -> None:
+    r = cli("inspect", "--all", "--limit", "1", "--json")
+    assert (r.code, [row["id"] for row in r.json()]) == (0, [1])
+    assert r.err == "duequeue: showing the first 1; more reminders match (raise --limit)\n"
+    exact = cli("inspect", "--all", "--limit", "2")
+    assert (exact.code, exact.err) == (0, "")

@@ -20,9 +20,9 @@ def cli(db: Db) -> Cli:
     return Cli(db, T0, {"DUEQUEUE_CHANNEL_TIMEOUT": "2"})
 
 
-def dead_hook(cli: Cli, http: HttpSink, path: str = "/gone", **kw: str) -> int:
-    """Add a one-shot whose webhook answers 410, and tick it dead."""
-    http.respond(path, Reply(410))
+def dead_hook(cli: Cli, http: HttpSink, path: str = "/gone", status: int = 410, **kw: str) -> int:
+    """Add a one-shot whose webhook answers 410 (or `status`), and tick it dead."""
+    http.respond(path, Reply(status))
     rid = cli.add("--at", "now", "--webhook", http.url(path), *[a for kv in kw.items() for a in kv])
     assert cli.tick()["dead"] == 1
     return rid
@@ -168,7 +168,7 @@ def test_retry_needs_ids_or_all_dead_but_not_both(cli: Cli) -> None:
 
 
 def test_retry_json_reports_retried_and_skipped(cli: Cli, http: HttpSink) -> None:
-    rid = dead_hook(cli, http)
+    rid = dead_hook(cli, http, "/missing", status=404)
     fine = cli.add("--at", "+1h", "--webhook", HOOK)
     cli.advance(minutes=10)
     r = cli("retry", str(rid), str(fine), "--json")
@@ -176,6 +176,30 @@ def test_retry_json_reports_retried_and_skipped(cli: Cli, http: HttpSink) -> Non
         "retried": [{"id": rid, "fire_at": "2027-01-05T08:00:00.000Z"}],
         "skipped": [{"id": fine, "reason": "no dead fire to retry"}],
     }
+
+
+def test_retry_of_a_fire_whose_only_missing_target_is_disabled_retries_nothing_and_says_why(
+    cli: Cli, http: HttpSink
+) -> None:
+    http.respond("/ok", Reply(200))
+    http.respond("/gone", Reply(410))
+    rid = cli.add("--at", "now", "--webhook", http.url("/ok"), "--webhook", http.url("/gone"))
+    cli.tick()  # /ok gets it; /gone answers 410: disabled, a per-target dead letter
+    assert cli("inspect", "--dead", "--json").json()[0]["id"] == rid
+    r = cli("retry", str(rid))
+    assert (r.code, r.out) == (
+        0,
+        f"skipped {rid}: every target that lacks this fire is disabled (410 Gone); "
+        f"`duequeue enable {rid}` first\nretried 0, skipped 1\n",
+    )
+    assert cli.tick()["claimed"] == 0  # nothing re-armed, nothing to dead-letter again
+    assert cli("enable", str(rid)).code == 0
+    http.respond("/gone", Reply(200))
+    cli.advance(minutes=1)  # the retry after the 410, as an operator's would be
+    assert cli("retry", str(rid)).out.startswith(f"retried {rid} ")
+    summary = cli.tick()
+    assert len(http.requests_for("/ok")) == 1, summary  # never sent twice
+    assert len(http.requests_for("/gone")) == 2, summary  # the 410, then the retried fire
 
 
 # -- stats ----------------------------------------------------------------------------------

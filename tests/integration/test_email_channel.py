@@ -241,22 +241,20 @@ def test_it_fails_instead_of_raising_outside_async_with() -> None:
     ],
 )
 def test_it_parses_smtp_urls(url: str, expected: SmtpSettings) -> None:
-    assert parse_smtp_url(url, env={}) == expected
+    assert parse_smtp_url(url) == expected
 
 
-def test_it_takes_missing_credentials_from_the_environment() -> None:
-    env = {"DUEQUEUE_SMTP_USER": "envuser", "DUEQUEUE_SMTP_PASSWORD": "envpass"}
+def test_it_takes_missing_credentials_from_the_user_and_password_settings() -> None:
+    login = ("envuser", "envpass")
 
-    assert parse_smtp_url("smtp://h", env=env) == SmtpSettings(
-        "h", 25, "none", "envuser", "envpass"
-    )
-    assert parse_smtp_url("smtp://me@h", env=env).password == "envpass"
-    assert parse_smtp_url("smtp://me:urlpass@h", env=env).password == "urlpass"
-    assert parse_smtp_url("smtp://h", env={}).user is None
+    assert parse_smtp_url("smtp://h", *login) == SmtpSettings("h", 25, "none", "envuser", "envpass")
+    assert parse_smtp_url("smtp://me@h", *login).password == "envpass"
+    assert parse_smtp_url("smtp://me:urlpass@h", *login).password == "urlpass"
+    assert parse_smtp_url("smtp://h").user is None
 
 
 def test_it_never_shows_the_password_in_the_settings_repr() -> None:
-    settings = parse_smtp_url("smtp://me:hunter2-secret@h", env={})
+    settings = parse_smtp_url("smtp://me:hunter2-secret@h")
 
     assert "hunter2-secret" not in repr(settings)
 
@@ -275,11 +273,14 @@ def test_it_never_shows_the_password_in_the_settings_repr() -> None:
         "smtp://me:hunter2-secret@",
         "smtp://me:hunter2-secret@[::1",
         "hunter2-secret",
+        "smtp://me:hunter2-secret@ho st:2526",
+        "smtp+starttls://me:hunter2-secret%ZZ@h",
+        "smtp://me:hunter2-secret%@h",
     ],
 )
 def test_it_rejects_bad_smtp_urls_without_leaking_the_password(url: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        parse_smtp_url(url, env={})
+        parse_smtp_url(url)
 
     message = str(caught.value)
     assert message.startswith("DUEQUEUE_SMTP_URL: ")
@@ -289,7 +290,7 @@ def test_it_rejects_bad_smtp_urls_without_leaking_the_password(url: str) -> None
 
 def test_it_rejects_a_user_without_any_password() -> None:
     with pytest.raises(ConfigError, match="no password"):
-        parse_smtp_url("smtp://me@h", env={})
+        parse_smtp_url("smtp://me@h")
 
 
 def test_it_builds_the_message_id_from_the_sender_domain_or_a_fallback() -> None:

@@ -323,3 +323,33 @@ def test_two_targets_of_one_fire_retried_in_one_claim_count_their_own_tries_once
     assert counts(cli.tick()) == {**NOTHING, "claimed": 2, "sent": 2}
     assert len(http.requests_for("/a")) == len(http.requests_for("/b")) == 3
     assert cli.inspect("--dead") == []
+
+
+def test_a_target_retry_that_gets_through_clears_the_rows_partial_error(
+    cli: Cli, smtp: SmtpSink, http: HttpSink
+) -> None:
+    http.respond("/flaky", Reply(503), Reply(200))
+    rid = cli.add("--at", "now", "--email", "ann@example.com", "--webhook", http.url("/flaky"))
+    assert counts(cli.tick()) == {**NOTHING, "claimed": 1, "partial": 1}
+    assert cli.row(rid)["last_error"].startswith("partial: ")
+    assert "HTTP 503" in cli.row(rid)["last_error"]
+    cli.advance(minutes=1)
+    assert cli.tick()["target_retries"] == 1
+    assert len(http.requests_for("/flaky")) == 2
+    assert cli.row(rid)["last_error"] is None  # nothing failed in the end
+    assert cli.inspect("--dead") == []
+
+
+def test_a_partial_error_stays_while_another_target_of_it_is_dead(
+    cli: Cli, smtp: SmtpSink, http: HttpSink
+) -> None:
+    http.respond("/flaky", Reply(503), Reply(200))
+    http.respond("/missing", Reply(404))
+    rid = cli.add(
+        "--at", "now", "--email", "ann@example.com",
+        "--webhook", http.url("/flaky"), "--webhook", http.url("/missing"),
+    )  # fmt: skip
+    cli.tick()
+    cli.advance(minutes=1)
+    cli.tick()
+    assert "HTTP 404" in cli.row(rid)["last_error"]  # the dead target is still the news

@@ -14,6 +14,8 @@ from duequeue.cli.fastargs import TickArgs, tick_args
         (["tick", "--limit=5", "--json"], TickArgs(limit=5, as_json=True)),
         (["--db", "/x.db", "tick"], TickArgs(db="/x.db")),
         (["--db=/x.db", "--config", "c.toml", "tick"], TickArgs(db="/x.db", config="c.toml")),
+        (["tick", "--db", "/x.db", "--json"], TickArgs(db="/x.db", as_json=True)),
+        (["tick", "--config=c.toml"], TickArgs(config="c.toml")),
     ],
 )
 def test_it_recognises_a_plain_tick(argv: list[str], expected: TickArgs) -> None:
@@ -37,6 +39,7 @@ def test_it_recognises_a_plain_tick(argv: list[str], expected: TickArgs) -> None
         ["--db", "--json", "tick"],
         ["--db=", "tick"],
         ["inspect", "tick"],
+        ["tick", "--db"],
     ],
 )
 def test_it_leaves_everything_else_to_typer(argv: list[str]) -> None:
