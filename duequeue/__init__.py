@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from duequeue.errors import (
     BadInputError,
+    ChangeRefusedError,
     ConfigError,
     DuequeueError,
+    KeyConflictError,
     NotFoundError,
     StoreBusyError,
     StoreError,
@@ -49,6 +51,7 @@ __all__ = [
     "Attempt",
     "BadInputError",
     "Change",
+    "ChangeRefusedError",
     "Check",
     "ConfigError",
     "ConfigReport",
@@ -59,6 +62,7 @@ __all__ = [
     "Fires",
     "History",
     "ImportResult",
+    "KeyConflictError",
     "Migrated",
     "NotFoundError",
     "Preview",

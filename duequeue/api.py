@@ -126,8 +126,13 @@ class Queue:
         URLs, the `notify` extra), and `targets`, (channel, address) pairs of any channel.
         `webhook_secret`: one secret (or several space-separated, for rotation) for every
         webhook, or a list with one per webhook in order. `data`: any JSON value, or
-        `data_json` the same as JSON text. With a `key` that exists already nothing is added:
-        the result has that reminder's id and `created` False.
+        `data_json` the same as JSON text.
+
+        `key`: unique among live reminders (pending or dead); a done or cancelled reminder
+        frees its key. Adding a live key again with the same content (subject, body, data,
+        time, rule, zone, targets) adds nothing: the result has the existing id, `created`
+        False and a note saying so. With other content it raises KeyConflictError (its
+        `.existing` is the id holding the key) and writes nothing.
         """
         req = compose.request(
             at, tz, rrule, cron, emails, webhooks, notify, targets, webhook_secret, subject,
@@ -140,7 +145,9 @@ class Queue:
         rid, created = service.add(self._open(), reminder, now)
         if not created:
             return convert.added(
-                rid, False, [f"key {key!r} exists as reminder {rid}; nothing added"]
+                rid,
+                False,
+                [f"key {key!r} exists: reminder {rid}, with the same content; nothing added"],
             )
         return convert.added(rid, True, compose.add_notes(reminder, self.settings, now))
 

@@ -164,7 +164,15 @@ def build_reminder(
         rule=rule_text,
         misfire_grace_ms=grace,
         key=validate.key(req.key),
+        relative=_relative(req.at),
     )
+
+
+def _relative(at: str | datetime | timedelta | None) -> bool:
+    """Return whether `at` means a time from now, which a repeat of the add moves."""
+    if at is None or isinstance(at, timedelta):
+        return True
+    return isinstance(at, str) and (at.strip().lower() == "now" or at.strip().startswith("+"))
 
 
 def _targets(req: AddRequest, settings: Mapping[str, Any]) -> tuple[NewTarget, ...]:

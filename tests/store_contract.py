@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from duequeue.errors import NotFoundError
+from duequeue.errors import KeyConflictError, NotFoundError
 from duequeue.store.base import (
     Change,
     Claim,
@@ -123,10 +123,40 @@ class StoreContract:
 
     def test_it_adds_a_key_once_and_returns_the_existing_id(self, store: Store) -> None:
         first = store.add(reminder(key="rent"), NOW)
-        again = store.add(reminder(NOW + MIN, key="rent"), NOW)
+        again = store.add(reminder(key="rent"), NOW + MIN)
         assert first == (first[0], True)
         assert again == (first[0], False)
         assert len(store.list_view("all", NOW)) == 1
+
+    def test_it_refuses_a_live_key_with_other_content_and_writes_nothing(
+        self, store: Store
+    ) -> None:
+        rid, _ = store.add(reminder(key="rent"), NOW)
+        for other in (
+            reminder(NOW + MIN, key="rent"),
+            reminder(key="rent", subject="rent v2"),
+            reminder(key="rent", targets=(NewTarget("email", "b@example.com"),)),
+        ):
+            with pytest.raises(KeyConflictError) as caught:
+                store.add(other, NOW)
+            assert caught.value.existing == rid
+        assert "time" in str(caught.value) or "targets" in str(caught.value)
+        assert len(store.list_view("all", NOW)) == 1
+
+    def test_a_cancelled_or_done_reminder_frees_its_key(self, store: Store) -> None:
+        first, _ = store.add(reminder(key="rent"), NOW)
+        store.cancel([first], NOW)
+        second, created = store.add(reminder(key="rent", subject="rent v2"), NOW)
+        assert created and second != first
+        (fire,) = claim(store, NOW, "t")
+        records = [
+            DeliveryRecord(second, t.id, NOW, "sent", None, 1, NOW + 1) for t in fire.targets
+        ]
+        store.commit("t", NOW + 1, records, [advanced(second, NOW, None)], [])
+        assert store.get(second).state == "done"  # type: ignore[union-attr]
+        third, created = store.add(reminder(key="rent"), NOW + 2)
+        assert created and third not in (first, second)
+        assert store.add(reminder(key="rent"), NOW + 3) == (third, False)
 
     def test_it_claims_due_rows_oldest_first_up_to_the_limit(self, store: Store) -> None:
         rids = [store.add(reminder(NOW - i * MIN), NOW)[0] for i in range(5)]
@@ -400,6 +430,34 @@ class StoreContract:
         assert errors == []
         assert sorted(created for _, created in results) == [False] * 7 + [True]
         assert len({rid for rid, _ in results}) == 1
+
+    def test_concurrent_adds_of_one_key_with_other_content_land_once_and_refuse_the_rest(
+        self, store: Store, open_store: Callable[[], Store]
+    ) -> None:
+        results: list[tuple[int, bool]] = []
+        refused: list[KeyConflictError] = []
+        errors: list[BaseException] = []
+
+        def add(n: int) -> None:
+            other = open_store()
+            try:
+                results.append(other.add(reminder(key="same", subject=f"s{n}"), NOW))
+            except KeyConflictError as exc:
+                refused.append(exc)
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+            finally:
+                other.close()
+
+        threads = [threading.Thread(target=add, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert [created for _, created in results] == [True]
+        assert {exc.existing for exc in refused} == {results[0][0]} and len(refused) == 7
+        assert len(store.list_view("all", NOW)) == 1
 
     def test_concurrent_claimers_on_separate_connections_split_the_rows(
         self, store: Store, open_store: Callable[[], Store]

@@ -144,8 +144,9 @@ def add(
         str | None,
         typer.Option(
             metavar="KEY",
-            help="Idempotency key: adding the same key again adds nothing and prints "
-            "the existing id.",
+            help="Idempotency key, unique among live reminders: the same key and content "
+            "again adds nothing and prints the existing id; other content exits 1. A done or "
+            "cancelled reminder frees its key.",
             show_default=False,
         ),
     ] = None,

@@ -47,6 +47,9 @@ class NewReminder:
     rule: str | None = None
     misfire_grace_ms: int | None = None
     key: str | None = None
+    # The time was given relative to now (+15m, now, a timedelta, a cron rule from now): a
+    # repeat of the add names another instant, so a live key's time is not compared with it.
+    relative: bool = False
 
 
 @dataclass(slots=True)

@@ -121,9 +121,16 @@ class SQLiteBackend:
                     return
         if app_id == APPLICATION_ID and 0 < version < SCHEMA_VERSION:
             _use_wal(self.conn, self.path)
-            with self._transaction("BEGIN IMMEDIATE"):
-                # Read again under the write lock: another process may have upgraded it.
-                _upgrade(self.conn.cursor(), self._header()[1])
+            # A migration may rebuild a table (0009): with foreign keys on, dropping the old one
+            # would cascade to every row that refers to it. The pragma is a no-op inside a
+            # transaction, hence around it; _upgrade checks the keys before the commit.
+            self.conn.execute("PRAGMA foreign_keys = OFF")
+            try:
+                with self._transaction("BEGIN IMMEDIATE"):
+                    # Read again under the write lock: another process may have upgraded it.
+                    _upgrade(self.conn.cursor(), self._header()[1])
+            finally:
+                self.conn.execute("PRAGMA foreign_keys = ON")
             return
         if app_id != APPLICATION_ID:
             raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
@@ -197,6 +204,9 @@ def _upgrade(cur: apsw.Cursor, version: int) -> None:
         # schema_version makes every connection read the new text. Harmless otherwise.
         changed = int(_fetch(cur, "PRAGMA schema_version")[0][0])
         cur.execute(f"PRAGMA schema_version = {changed + 1}")
+    broken = _fetch(cur, "PRAGMA foreign_key_check")
+    if broken:
+        raise StoreError(f"upgrading the schema broke {len(broken)} foreign keys; nothing changed")
     cur.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
