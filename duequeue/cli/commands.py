@@ -181,7 +181,7 @@ def add(
         "emails": email or (),
         "webhooks": webhook or (),
         "notify": notify or (),
-        "targets": [_target(i, t) for i, t in enumerate(target or ())],
+        "targets": [target_pair(i, t) for i, t in enumerate(target or ())],
         "webhook_secret": webhook_secret or None,
         "subject": subject,
         "body": body,
@@ -200,7 +200,7 @@ def add(
     typer.echo(str(added.id))
 
 
-def _target(index: int, text: str) -> tuple[str, str]:
+def target_pair(index: int, text: str) -> tuple[str, str]:
     """Return a --target CHANNEL:ADDRESS as (channel, address); the address may hold colons."""
     channel, colon, address = text.partition(":")
     # A URL alone (https://...) has a colon too, but no channel before it.

@@ -42,6 +42,7 @@ class SQLiteStore(SQLStore):
         self.backend: SQLiteBackend = SQLiteBackend(Path(path), busy_timeout_ms, create)
         super().__init__(self.backend)
         self.path = self.backend.path
+        self.created = self.backend.created
 
 
 class SQLiteBackend:
@@ -53,7 +54,7 @@ class SQLiteBackend:
         self.path = path
         self.where = str(path)
         self.busy_timeout_ms = busy_timeout_ms
-        self.conn = _connect(path, busy_timeout_ms, create)
+        self.conn, self.created = _connect(path, busy_timeout_ms, create)
         try:
             self._ensure_schema()
         except apsw.Error as exc:
@@ -215,16 +216,18 @@ def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> li
     return cast(list[Row], cur.execute(sql, args).fetchall())
 
 
-def _connect(path: Path, busy_timeout_ms: int, create: bool) -> apsw.Connection:
+def _connect(path: Path, busy_timeout_ms: int, create: bool) -> tuple[apsw.Connection, bool]:
+    """Open the file (creating it if allowed); return the connection and whether we made it."""
+    created = False
     try:
         if not path.exists():
             if not create:
                 raise StoreError(
                     f"database {path} does not exist (check --db / DUEQUEUE_DB; "
-                    "`duequeue add` or `import` creates it)"
+                    "`duequeue init` creates it, as do `add` and `import`)"
                 )
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            _create(path)
+            created = _create(path)
         elif _empty(path):
             # SQLite would take a zero-byte file as a new database and we would write a schema
             # into it; but duequeue never leaves one (see _create), so it is someone else's file
@@ -246,7 +249,7 @@ def _connect(path: Path, busy_timeout_ms: int, create: bool) -> apsw.Connection:
     except apsw.Error as exc:
         conn.close()
         raise store_error(path, busy_timeout_ms, exc) from exc
-    return conn
+    return conn, created
 
 
 def _use_wal(conn: apsw.Connection, path: Path) -> None:
@@ -265,8 +268,9 @@ def _empty(path: Path) -> bool:
     return path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size > 0)
 
 
-def _create(path: Path) -> None:
-    """Create a complete, empty duequeue database at `path`, atomically.
+def _create(path: Path) -> bool:
+    """Create a complete, empty duequeue database at `path`, atomically; return False if
+    another process created it first.
 
     The schema is written to a private temporary file that is then hard-linked into place, so
     the file never exists half-made: a concurrent first `add` sees either nothing or a whole
@@ -288,12 +292,15 @@ def _create(path: Path) -> None:
         try:
             os.link(tmp, path)
         except FileExistsError:
-            pass  # another process created it first; use theirs
+            return False  # another process created it first; use theirs
         except OSError:
             # A filesystem without hard links: fall back to an in-place create, which a
             # concurrent first open could see empty for a moment.
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            except FileExistsError:
+                return False
+        return True
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
             with contextlib.suppress(FileNotFoundError):
