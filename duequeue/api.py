@@ -464,8 +464,11 @@ class Queue:
         return open_store(s.db, s.busy_timeout, create=self._create if create is None else create)
 
     def _created_notes(self, store: Store) -> list[str]:
-        """Say where a database this call made is: a mistyped --db shows up at once."""
-        return [f"note: created a new database {self.location}"] if store.created else []
+        """Say where the default database is when this call made it: a user who named none
+        learns where it is (one named by --db, DUEQUEUE_DB or the config was asked for)."""
+        if not store.created or self._origins.sources.get("db") != "default":
+            return []
+        return [f"note: created a new database {self.location} (the default; --db names another)"]
 
 
 def check_setup(

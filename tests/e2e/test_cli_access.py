@@ -53,7 +53,7 @@ def test_a_read_only_command_on_a_missing_database_fails_and_creates_nothing(
     assert (r.code, r.out) == (1, "")
     assert r.err == (
         f"duequeue: error: database {typo} does not exist (check --db / DUEQUEUE_DB; "
-        "`duequeue add` or `import` creates it)\n"
+        "`duequeue init` creates it, as do `add` and `import`)\n"
     )
     assert list(tmp_path.iterdir()) == []
 
@@ -64,7 +64,7 @@ def test_stats_prometheus_on_a_mistyped_path_publishes_nothing(tmp_path: Path) -
     assert r.returncode == 1
     assert r.stderr.splitlines() == [
         f"duequeue: error: database {tmp_path / 'typo.db'} does not exist (check --db / "
-        "DUEQUEUE_DB; `duequeue add` or `import` creates it)"
+        "DUEQUEUE_DB; `duequeue init` creates it, as do `add` and `import`)"
     ]
     assert list(tmp_path.iterdir()) == []
 
