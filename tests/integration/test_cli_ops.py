@@ -205,13 +205,19 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
             "last_hour": {"sent": 1, "failed": 1},
             "last_day": {"sent": 1, "failed": 1},
         },
+        "last_successful_tick": "2027-01-05T08:00:00.000Z",
     }
+    # A tick that fails (its settings invalid, as an unreadable config file would) leaves no
+    # mark, so the time of the last good one ages and an alert on it fires.
+    assert cli("tick", env={"DUEQUEUE_BACKOFF": "1m,often"}).code == 1
+    assert cli("stats", "--json").json()["last_successful_tick"] == "2027-01-05T08:00:00.000Z"
     cli.advance(hours=2)
     later = cli("stats", "--json").json()["deliveries"]
     assert later == {"last_hour": {"sent": 0, "failed": 0}, "last_day": {"sent": 1, "failed": 1}}
     text = cli("stats").out
     assert "1 pending, 1 done, 1 dead, 1 cancelled" in text
     assert "dead letters awaiting retry: 1" in text
+    assert "last successful tick: 2027-01-05T08:00:00.000Z (7380s ago)" in text
 
 
 def test_stats_writes_a_prometheus_textfile_a_real_parser_reads(
@@ -241,10 +247,20 @@ def test_stats_writes_a_prometheus_textfile_a_real_parser_reads(
     assert samples[("duequeue_deliveries_last_hour", (("outcome", "failed"),))] == 1
     assert samples[("duequeue_deliveries_last_day", (("outcome", "sent"),))] == 0
     assert samples[("duequeue_stats_timestamp_seconds", ())] == T0.timestamp() + 120
+    assert samples[("duequeue_last_successful_tick_timestamp_seconds", ())] == T0.timestamp()
     assert text.count("# HELP ") == text.count("# TYPE ") == len(families)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
     both = cli("stats", "--prometheus", str(prom), "--json")
     assert both.json()["due"] == 1
+
+
+def test_stats_says_no_tick_ever_succeeded_on_a_new_database(cli: Cli, tmp_path: Path) -> None:
+    assert cli("init").code == 0
+    assert cli("stats", "--json").json()["last_successful_tick"] is None
+    assert "last successful tick: never" in cli("stats").out
+    prom = tmp_path / "duequeue.prom"
+    assert cli("stats", "--prometheus", str(prom)).code == 0
+    assert "\nduequeue_last_successful_tick_timestamp_seconds 0\n" in prom.read_text()
 
 
 def test_stats_prometheus_into_a_missing_directory_exits_2(cli: Cli, tmp_path: Path) -> None:
