@@ -62,7 +62,8 @@ def test_history_lists_every_attempt_and_the_dead_letter(cli: Cli, http: HttpSin
     r = cli("history", str(rid), "--json")
     assert r.code == 0, r.err
     h = r.json()
-    assert set(h) == {"reminder", "attempts", "dead_letters", "target_retries"}
+    assert set(h) == {"reminder", "attempts", "dead_letters", "target_retries", "changes"}
+    assert h["changes"] == []
     assert h["reminder"]["id"] == rid
     assert h["reminder"]["state"] == "dead"
     hook = [a for a in h["attempts"] if a["target"]["channel"] == "webhook"]
