@@ -1,4 +1,4 @@
--- duequeue schema, version 6 (SQLite). The single source of truth: applied on first use of a
+-- duequeue schema, version 9 (SQLite). The single source of truth: applied on first use of a
 -- database and shipped inside the wheel. Every time is INTEGER unix milliseconds UTC.
 
 -- 'dque': marks the file as ours, so a foreign SQLite database is refused instead of altered.
@@ -6,7 +6,7 @@ PRAGMA application_id = 1685157221;
 
 CREATE TABLE reminders (
     id               INTEGER PRIMARY KEY,
-    key              TEXT UNIQUE,                 -- optional idempotency key of `add --key`
+    key              TEXT,                        -- `add --key`: unique among live rows (version 9)
     subject          TEXT NOT NULL,
     body             TEXT NOT NULL,
     data             TEXT,                        -- JSON value, NULL when none
@@ -34,6 +34,10 @@ CREATE TABLE reminders (
 -- The tick's due query walks this index from the oldest due row; parked rows are not in it.
 CREATE INDEX reminders_due ON reminders (next_fire_at) WHERE next_fire_at IS NOT NULL;
 CREATE INDEX reminders_dead ON reminders (dead_at) WHERE dead_at IS NOT NULL;
+-- Version 9. A key belongs to one live reminder (pending or dead); a done or cancelled one frees
+-- it. The database holds the rule, so two concurrent adds of one key land once.
+CREATE UNIQUE INDEX reminders_live_key ON reminders (key)
+    WHERE done_at IS NULL AND cancelled_at IS NULL;
 
 CREATE TABLE targets (
     id          INTEGER PRIMARY KEY,
@@ -101,4 +105,21 @@ CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT 
 -- Version 4: `doctor` finds the notify targets without reading the others.
 CREATE INDEX targets_notify ON targets (address) WHERE channel = 'notify';
 
-PRAGMA user_version = 6;
+-- Version 9. What `reschedule` and `edit` changed, one line each, for `history`.
+CREATE TABLE reminder_changes (
+    id          INTEGER PRIMARY KEY,
+    reminder_id INTEGER NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
+    at          INTEGER NOT NULL,
+    change      TEXT NOT NULL
+);
+
+CREATE INDEX reminder_changes_reminder ON reminder_changes (reminder_id);
+
+-- Version 9. One row: when a tick last ended without error (`stats --prometheus`), so an alert
+-- can fire when ticks stop.
+CREATE TABLE tick_marks (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),
+    last_ok_at  INTEGER NOT NULL
+);
+
+PRAGMA user_version = 9;

@@ -34,15 +34,17 @@ from duequeue.tick_summary import TickSummary
 from duequeue.timefmt import parse_duration
 
 if TYPE_CHECKING:
-    from duequeue import compose, doctor, importer, metrics, ops, worker
+    from duequeue import change, compose, doctor, importer, metrics, ops, worker
     from duequeue.results import (
         Added,
         Change,
+        Changed,
         ConfigReport,
         DoctorReport,
         Fires,
         History,
         ImportResult,
+        Initialized,
         Migrated,
         Preview,
         PruneCounts,
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 else:
     # Loaded on first use: what the other operations need, which cron's plain tick (by far the
     # most frequent run) never does: dateutil, json, pickle, smtplib, signal, zoneinfo among them.
+    change = LazyModule("duequeue.change")
     compose = LazyModule("duequeue.compose")
     doctor = LazyModule("duequeue.doctor")
     importer = LazyModule("duequeue.importer")
@@ -126,8 +129,13 @@ class Queue:
         URLs, the `notify` extra), and `targets`, (channel, address) pairs of any channel.
         `webhook_secret`: one secret (or several space-separated, for rotation) for every
         webhook, or a list with one per webhook in order. `data`: any JSON value, or
-        `data_json` the same as JSON text. With a `key` that exists already nothing is added:
-        the result has that reminder's id and `created` False.
+        `data_json` the same as JSON text.
+
+        `key`: unique among live reminders (pending or dead); a done or cancelled reminder
+        frees its key. Adding a live key again with the same content (subject, body, data,
+        time, rule, zone, targets) adds nothing: the result has the existing id, `created`
+        False and a note saying so. With other content it raises KeyConflictError (its
+        `.existing` is the id holding the key) and writes nothing.
         """
         req = compose.request(
             at, tz, rrule, cron, emails, webhooks, notify, targets, webhook_secret, subject,
@@ -137,12 +145,19 @@ class Queue:
         reminder = compose.build_reminder(
             req, self.settings.tz, now, settings=self.settings.by_name()
         )
-        rid, created = service.add(self._open(), reminder, now)
+        store = self._open()
+        rid, created = service.add(store, reminder, now)
         if not created:
             return convert.added(
-                rid, False, [f"key {key!r} exists as reminder {rid}; nothing added"]
+                rid,
+                False,
+                [f"key {key!r} exists: reminder {rid}, with the same content; nothing added"],
             )
-        return convert.added(rid, True, compose.add_notes(reminder, self.settings, now, req.at))
+        notes = [
+            *self._created_notes(store),
+            *compose.add_notes(reminder, self.settings, now, req.at),
+        ]
+        return convert.added(rid, True, notes)
 
     def preview(
         self,
@@ -204,8 +219,19 @@ class Queue:
                 if progress is not None:
                     progress("writing", 0)
                 # The spool is read back a chunk at a time, inside the one transaction.
-                imported, skipped = ops.import_reminders(self._open(), spool, now)
-        return convert.imported(imported, skipped, parsed.notes)
+                store = self._open()
+                imported, skipped = ops.import_reminders(store, spool, now)
+        return convert.imported(imported, skipped, [*self._created_notes(store), *parsed.notes])
+
+    def init(self) -> Initialized:
+        """Create the database if it does not exist (an SQLite file and its directories, owner
+        only; the schema in a PostgreSQL database), or open, check and upgrade it if it does,
+        as `duequeue init` does. `tick` and `worker` never create one."""
+        store = self._open_new(create=True)
+        try:
+            return convert.initialized(self.location, store.created)
+        finally:
+            store.close()
 
     # -- delivering --------------------------------------------------------------------------
 
@@ -305,6 +331,65 @@ class Queue:
 
     # -- changing ----------------------------------------------------------------------------
 
+    def reschedule(
+        self,
+        id: int,
+        *,
+        at: str | datetime | timedelta | None = None,
+        tz: str | None = None,
+        rrule: str | None = None,
+        cron: str | None = None,
+    ) -> Changed:
+        """Move a pending reminder's next fire, or give it a new rule or zone, as `duequeue
+        reschedule` does; what is not given is kept. `at` is the new time (a rule's new start),
+        as for `add`; a rule or zone changed without `at` fires next at its first fire from now.
+
+        Refused with ChangeRefusedError, nothing written, while a tick is delivering the
+        reminder (try again), or when it is done, cancelled or dead (`retry` re-arms that).
+        Recorded in `history`.
+        """
+        _id(id, "id")
+        view, notes = change.reschedule(self._open(), id, at, tz, rrule, cron, _now())
+        return convert.changed(view, notes)
+
+    def edit(
+        self,
+        id: int,
+        *,
+        subject: str | None = None,
+        body: str | None = None,
+        data: Any = None,
+        data_json: str | None = None,
+        emails: Iterable[str] = (),
+        webhooks: Iterable[str] = (),
+        notify: Iterable[str] = (),
+        targets: Iterable[tuple[str, str]] = (),
+        webhook_secret: str | Iterable[str] | None = None,
+    ) -> Changed:
+        """Change a reminder's subject, body, data or targets, as `duequeue edit` does; what
+        is not given is kept. Targets given (`emails`, `webhooks`, `notify`, `targets`, as for
+        `add`) replace the whole set: a target kept keeps its ledger and retries, a removed
+        one loses its pending retries, a new one starts fresh.
+
+        Refused with ChangeRefusedError, nothing written, while a tick is delivering the
+        reminder (try again), or when it is done or cancelled. Recorded in `history`.
+        """
+        _id(id, "id")
+        new = compose.new_targets(
+            emails, webhooks, notify, targets, webhook_secret, self.settings.by_name()
+        )
+        view = change.edit(
+            self._open(),
+            id,
+            _now(),
+            subject=subject,
+            body=body,
+            data=data,
+            data_json=data_json,
+            targets=new,
+        )
+        return convert.changed(view, ())
+
     def retry(self, *ids: int, all_dead: bool = False) -> list[Change]:
         """Re-arm the dead fires of the reminders `ids`, or of every one with `all_dead`."""
         if bool(ids) == all_dead:
@@ -377,9 +462,16 @@ class Queue:
             self._store = self._open_new()
         return self._store
 
-    def _open_new(self) -> Store:
+    def _open_new(self, *, create: bool | None = None) -> Store:
         s = self.settings
-        return open_store(s.db, s.busy_timeout, create=self._create)
+        return open_store(s.db, s.busy_timeout, create=self._create if create is None else create)
+
+    def _created_notes(self, store: Store) -> list[str]:
+        """Say where the default database is when this call made it: a user who named none
+        learns where it is (one named by --db, DUEQUEUE_DB or the config was asked for)."""
+        if not store.created or self._origins.sources.get("db") != "default":
+            return []
+        return [f"note: created a new database {self.location} (the default; --db names another)"]
 
 
 def check_setup(

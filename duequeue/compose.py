@@ -12,7 +12,7 @@ from duequeue.channels import registry
 from duequeue.config import Settings
 from duequeue.errors import BadInputError
 from duequeue.schedule import rules as schedule
-from duequeue.store.base import NewReminder, NewTarget
+from duequeue.store.base import NewReminder, NewSchedule, NewTarget, ReminderView
 from duequeue.timefmt import from_ms, iso, parse_duration, to_ms
 
 if TYPE_CHECKING:
@@ -164,7 +164,15 @@ def build_reminder(
         rule=rule_text,
         misfire_grace_ms=grace,
         key=validate.key(req.key),
+        relative=_relative(req.at),
     )
+
+
+def _relative(at: str | datetime | timedelta | None) -> bool:
+    """Return whether `at` means a time from now, which a repeat of the add moves."""
+    if at is None or isinstance(at, timedelta):
+        return True
+    return isinstance(at, str) and (at.strip().lower() == "now" or at.strip().startswith("+"))
 
 
 def _targets(req: AddRequest, settings: Mapping[str, Any]) -> tuple[NewTarget, ...]:
@@ -291,3 +299,82 @@ def fires(
         parsed = schedule.parse_rule(rule_kind, rule, zone, from_ms(dtstart))
         fires += schedule.upcoming(parsed, first, count - 1)
     return [f.astimezone(zone) for f in fires]
+
+
+def new_schedule(
+    current: ReminderView,
+    at: str | datetime | timedelta | None,
+    tz: str | None,
+    rrule: str | None,
+    cron: str | None,
+    now: datetime,
+) -> tuple[NewSchedule, list[str]]:
+    """Return when a reminder fires after `reschedule`, and notes for the user.
+
+    What is not given is kept: the zone, the rule (and its kind), the start. A new `at` is the
+    new start (a rule's DTSTART) as for `add`; without one, a rule (new, or kept in a new zone)
+    keeps its start and the pending fire becomes its first fire from now on. A one-shot moves
+    only with `at`.
+    """
+    validate.utf8(
+        [("at", at if isinstance(at, str) else None), ("tz", tz), ("rrule", rrule), ("cron", cron)]
+    )
+    if rrule is not None and cron is not None:
+        raise BadInputError("give one recurrence, not both", field=("rrule", "cron"))
+    if at is None and tz is None and rrule is None and cron is None:
+        raise BadInputError("give a new time or rule (--at, --rrule, --cron or --tz)", field="at")
+    zone = schedule.parse_zone(tz or _zone_of(at) or current.tz)
+    kind: RuleKind | None = current.rule_kind
+    text = current.rule
+    if rrule is not None or cron is not None:
+        kind, text = ("rrule", rrule) if rrule is not None else ("cron", cron)
+    if kind is None and at is None:
+        raise BadInputError("a one-shot moves with a new time: give --at", field="at")
+    assert current.dtstart is not None  # every stored reminder has its start
+    start = _start(at, zone, now) if at is not None else from_ms(current.dtstart)
+    notes = []
+    if kind is None or text is None:
+        fire = start
+    else:
+        wall = schedule.named_wall(at) if isinstance(at, str) else None
+        rule = schedule.parse_rule(kind, text, zone, start, wall)
+        if at is not None:
+            first = schedule.first_fire(rule)
+        else:
+            # The start is kept, and may be long past: the next fire is the first from now on,
+            # never a burst of the ones in between.
+            upcoming = schedule.upcoming(rule, now - timedelta(milliseconds=1), 1)
+            first = upcoming[0] if upcoming else None
+        if first is None:
+            raise BadInputError("the rule has no fire from now on", field=kind)
+        fire, text = first, rule.text
+    if to_ms(fire) < to_ms(now) // 1000 * 1000:
+        notes.append(
+            f"note: the new fire, {iso(to_ms(fire))}, is in the past: it goes out at the next tick"
+        )
+    return (
+        NewSchedule(zone.key, to_ms(start), to_ms(fire), kind, text if kind is not None else None),
+        notes,
+    )
+
+
+def new_targets(
+    emails: Iterable[str],
+    webhooks: Iterable[str],
+    notify: Iterable[str],
+    targets: Iterable[tuple[str, str]],
+    webhook_secret: str | Iterable[str] | None,
+    settings: Mapping[str, Any],
+) -> tuple[NewTarget, ...] | None:
+    """Return `edit`'s new set of targets checked as `add` checks them; None if none is given."""
+    req = request(
+        None, None, None, None, emails, webhooks, notify, targets, webhook_secret, "", "", None,
+        None, None, None,
+    )  # fmt: skip
+    if not (req.emails or req.webhooks or req.notify or req.targets):
+        if req.webhook_secrets:
+            raise BadInputError(
+                "a secret goes with the webhooks it signs: give them too", field="webhook_secret"
+            )
+        return None
+    return _targets(req, settings)

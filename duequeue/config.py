@@ -220,10 +220,16 @@ def _unreadable(path: Path) -> str:
     except OSError:
         return f"config file {path}: {me} cannot reach it (a directory on the way is closed to it)"
     owner, group = name(pwd.getpwuid, info.st_uid), name(grp.getgrgid, info.st_gid)
+    shown = f"config file {path} is {owner}:{group} with mode {info.st_mode & 0o777:04o}"
+    if info.st_gid in {os.getegid(), *os.getgroups()}:
+        # Already in the group (the README's install): only the mode is missing its read bit.
+        return (
+            f"{shown}, so {me} (in group {group}) cannot read it: `chmod g+r {path}`, "
+            f"or run duequeue as {owner}"
+        )
     return (
-        f"config file {path} is {owner}:{group} with mode {info.st_mode & 0o777:04o}, so {me} "
-        f"cannot read it: run duequeue as {owner}, or add {me} to group {group} and "
-        f"`chmod g+r {path}`"
+        f"{shown}, so {me} cannot read it: run duequeue as {owner}, or add {me} to group "
+        f"{group} and `chmod g+r {path}`"
     )
 
 

@@ -70,6 +70,11 @@ def reminder(v: store.ReminderView) -> results.Reminder:
     )
 
 
+def changed(view: store.ReminderView, notes: Iterable[str]) -> results.Changed:
+    """Return what reschedule or edit did."""
+    return results.Changed(reminder(view), tuple(notes))
+
+
 def history(ledger: Ledger) -> results.History:
     """Return a reminder's ledger, each attempt and retry with its target spelled out."""
     shown = reminder(ledger.reminder)
@@ -107,6 +112,7 @@ def history(ledger: Ledger) -> results.History:
             )
             for r in ledger.retries
         ),
+        changes=tuple(results.Revision(from_ms(at), what) for at, what in ledger.changes),
     )
 
 
@@ -155,6 +161,7 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         failed_last_hour=s.failed_last_hour,
         sent_last_day=s.sent_last_day,
         failed_last_day=s.failed_last_day,
+        last_successful_tick=_when(s.last_tick_ok_at),
     )
 
 
@@ -172,7 +179,14 @@ def prune_counts(c: store.PruneCounts, before: datetime, dry_run: bool) -> resul
 
 def doctor_report(found: Iterable[store.HealthCheck]) -> results.DoctorReport:
     """Return doctor's findings."""
-    return results.DoctorReport(tuple(results.Check(c.name, c.ok, c.detail, c.fix) for c in found))
+    return results.DoctorReport(
+        tuple(results.Check(c.name, c.ok, c.detail, c.fix, c.warning) for c in found)
+    )
+
+
+def initialized(location: str, created: bool) -> results.Initialized:
+    """Return what `init` did."""
+    return results.Initialized(location, created)
 
 
 def added(rid: int, created: bool, notes: Iterable[str]) -> results.Added:

@@ -69,7 +69,7 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
                 "database",
                 False,
                 f"{db} does not exist",
-                "check --db / DUEQUEUE_DB; `duequeue add` or `import` creates the file",
+                "check --db / DUEQUEUE_DB; `duequeue init` creates the file",
             )
         ]
     try:
@@ -80,7 +80,7 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
         ]
     shown = safe_url(db)  # a postgresql:// URL may carry a password
     try:
-        return [Check("database", True, f"{shown} opens"), *store.health()]
+        return [Check("database", True, f"{shown} opens"), *store.health(), *_content(store)]
     except Exception as exc:  # a damaged file can fail the checks themselves: that is the finding
         return [
             Check("database", True, f"{shown} opens"),
@@ -94,6 +94,23 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
         ]
     finally:
         store.close()
+
+
+def _content(store: Any) -> list[Check]:
+    """Warn about a database without a single reminder: new, or not the one `add` writes to."""
+    if store.list_view("all", 0, 1):
+        return []
+    return [
+        Check(
+            "database content",
+            True,
+            "no reminders at all: a new database, or --db / DUEQUEUE_DB names another file "
+            "than the one `add` writes to (ticks on it deliver nothing)",
+            "compare --db / DUEQUEUE_DB here with where `duequeue add` ran; ignore this until "
+            "the first reminder is added",
+            warning=True,
+        )
+    ]
 
 
 def _exists(path: Path) -> bool:

@@ -78,6 +78,31 @@ class StoreBusyError(StoreError):
     """
 
 
+class KeyConflictError(DuequeueError):
+    """`add --key` names a live reminder (pending or dead) whose content differs: nothing was
+    written. The same content is not an error (the add is idempotent)."""
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        field: str | tuple[str, ...] | None = "key",
+        line: int | None = None,
+        existing: int | None = None,
+    ) -> None:
+        super().__init__(detail, field=field, line=line)
+        self.existing = existing  # the id of the reminder holding the key
+
+
+class ChangeRefusedError(DuequeueError):
+    """`reschedule` or `edit` cannot change the reminder now: a tick holds it (try again), or it
+    is finished or cancelled. Nothing was written."""
+
+    exit_code = 1
+
+
 class NotFoundError(DuequeueError):
     """A reminder named by id or key does not exist."""
 

@@ -67,6 +67,12 @@ def prometheus_text(s: Stats) -> str:
             [('{outcome="sent"}', s.sent_last_day), ('{outcome="failed"}', s.failed_last_day)],
         ),
         (
+            "duequeue_last_successful_tick_timestamp_seconds",
+            "When the last tick that ended without error started (unix seconds; 0: never); "
+            "alert when it is minutes old.",
+            [("", 0 if s.last_successful_tick is None else s.last_successful_tick.timestamp())],
+        ),
+        (
             "duequeue_stats_timestamp_seconds",
             "When these figures were taken (unix seconds); alert when it stops moving.",
             [("", s.at.timestamp())],

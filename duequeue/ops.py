@@ -35,6 +35,7 @@ class Ledger(NamedTuple):
     deliveries: list[DeliveryRecord]
     dead_letters: list[DeadLetter]
     retries: list[PendingRetry]  # failed targets of a partial success still retrying
+    changes: list[tuple[int, str]]  # (at, what) of each reschedule and edit
 
 
 def history(store: Store, reminder_id: int) -> Ledger:
@@ -47,6 +48,7 @@ def history(store: Store, reminder_id: int) -> Ledger:
         store.deliveries(reminder_id),
         store.dead_letters(reminder_id),
         store.pending_retries(reminder_id),
+        store.changes(reminder_id),
     )
 
 

@@ -94,6 +94,14 @@ class Reminder:
 
 
 @dataclass(frozen=True, slots=True)
+class Initialized:
+    """What `Queue.init` did: the database (fit to print) and whether it was made now."""
+
+    location: str
+    created: bool  # False: it existed (it is opened, checked and upgraded all the same)
+
+
+@dataclass(frozen=True, slots=True)
 class Added:
     """What `Queue.add` did: the reminder's id, and whether it is new."""
 
@@ -166,13 +174,31 @@ class TargetRetry:
 
 
 @dataclass(frozen=True, slots=True)
+class Revision:
+    """One change `reschedule` or `edit` made to a reminder, as `history` lists it."""
+
+    at: datetime
+    what: str  # one line: "rescheduled: next fire ... (was ...)", "edited: subject, targets ..."
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """What `Queue.reschedule` or `Queue.edit` did: the reminder as it is now, and notes."""
+
+    reminder: Reminder
+    notes: tuple[str, ...] = ()  # e.g. a new fire in the past goes out at the next tick
+
+
+@dataclass(frozen=True, slots=True)
 class History:
-    """A reminder, every delivery attempt of it (oldest first) and its dead letters."""
+    """A reminder, every delivery attempt of it (oldest first), its dead letters, and the
+    changes reschedule and edit made to it."""
 
     reminder: Reminder
     attempts: tuple[Attempt, ...]
     dead_letters: tuple[DeadLetter, ...]
     target_retries: tuple[TargetRetry, ...]
+    changes: tuple[Revision, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +235,9 @@ class Stats:
     failed_last_hour: int  # attempts failed or refused for good
     sent_last_day: int
     failed_last_day: int
+    # When a tick last ended without error (its start); None: never. An alert on its age
+    # catches ticks that stopped or fail (a broken crontab, an unreadable config file).
+    last_successful_tick: datetime | None = None
 
     @property
     def oldest_due_lateness(self) -> timedelta | None:
@@ -259,6 +288,7 @@ class Check:
     ok: bool
     detail: str
     fix: str | None = None
+    warning: bool = False  # ok, but worth a look: doctor still exits 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,15 +9,17 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from duequeue.errors import NotFoundError
+from duequeue.errors import ChangeRefusedError, KeyConflictError, NotFoundError
 from duequeue.store.base import (
     Change,
     Claim,
     Committed,
     DeadFire,
     DeliveryRecord,
+    Edit,
     Fire,
     NewReminder,
+    NewSchedule,
     NewTarget,
     PruneCounts,
     Resolution,
@@ -123,10 +125,40 @@ class StoreContract:
 
     def test_it_adds_a_key_once_and_returns_the_existing_id(self, store: Store) -> None:
         first = store.add(reminder(key="rent"), NOW)
-        again = store.add(reminder(NOW + MIN, key="rent"), NOW)
+        again = store.add(reminder(key="rent"), NOW + MIN)
         assert first == (first[0], True)
         assert again == (first[0], False)
         assert len(store.list_view("all", NOW)) == 1
+
+    def test_it_refuses_a_live_key_with_other_content_and_writes_nothing(
+        self, store: Store
+    ) -> None:
+        rid, _ = store.add(reminder(key="rent"), NOW)
+        for other in (
+            reminder(NOW + MIN, key="rent"),
+            reminder(key="rent", subject="rent v2"),
+            reminder(key="rent", targets=(NewTarget("email", "b@example.com"),)),
+        ):
+            with pytest.raises(KeyConflictError) as caught:
+                store.add(other, NOW)
+            assert caught.value.existing == rid
+        assert "time" in str(caught.value) or "targets" in str(caught.value)
+        assert len(store.list_view("all", NOW)) == 1
+
+    def test_a_cancelled_or_done_reminder_frees_its_key(self, store: Store) -> None:
+        first, _ = store.add(reminder(key="rent"), NOW)
+        store.cancel([first], NOW)
+        second, created = store.add(reminder(key="rent", subject="rent v2"), NOW)
+        assert created and second != first
+        (fire,) = claim(store, NOW, "t")
+        records = [
+            DeliveryRecord(second, t.id, NOW, "sent", None, 1, NOW + 1) for t in fire.targets
+        ]
+        store.commit("t", NOW + 1, records, [advanced(second, NOW, None)], [])
+        assert store.get(second).state == "done"  # type: ignore[union-attr]
+        third, created = store.add(reminder(key="rent"), NOW + 2)
+        assert created and third not in (first, second)
+        assert store.add(reminder(key="rent"), NOW + 3) == (third, False)
 
     def test_it_claims_due_rows_oldest_first_up_to_the_limit(self, store: Store) -> None:
         rids = [store.add(reminder(NOW - i * MIN), NOW)[0] for i in range(5)]
@@ -400,6 +432,34 @@ class StoreContract:
         assert errors == []
         assert sorted(created for _, created in results) == [False] * 7 + [True]
         assert len({rid for rid, _ in results}) == 1
+
+    def test_concurrent_adds_of_one_key_with_other_content_land_once_and_refuse_the_rest(
+        self, store: Store, open_store: Callable[[], Store]
+    ) -> None:
+        results: list[tuple[int, bool]] = []
+        refused: list[KeyConflictError] = []
+        errors: list[BaseException] = []
+
+        def add(n: int) -> None:
+            other = open_store()
+            try:
+                results.append(other.add(reminder(key="same", subject=f"s{n}"), NOW))
+            except KeyConflictError as exc:
+                refused.append(exc)
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+            finally:
+                other.close()
+
+        threads = [threading.Thread(target=add, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert [created for _, created in results] == [True]
+        assert {exc.existing for exc in refused} == {results[0][0]} and len(refused) == 7
+        assert len(store.list_view("all", NOW)) == 1
 
     def test_concurrent_claimers_on_separate_connections_split_the_rows(
         self, store: Store, open_store: Callable[[], Store]
@@ -716,3 +776,125 @@ class OperatorContract:
 
 
 HOUR = 60 * MIN
+
+
+def seen(store: Store, rid: int) -> tuple[int | None, int | None, int]:
+    view = store.get(rid)
+    assert view is not None
+    return (view.fire_at, view.next_fire_at, view.error_count)
+
+
+def moved(store: Store, rid: int, fire_at: int, note: str = "rescheduled") -> Edit:
+    return Edit(seen(store, rid), note, schedule=NewSchedule("UTC", fire_at, fire_at))
+
+
+class ChangeContract:
+    """reschedule and edit: never while a tick holds the reminder; history records them."""
+
+    def test_a_change_moves_the_fire_and_is_recorded(self, store: Store) -> None:
+        rid, _ = store.add(reminder(NOW + MIN), NOW)
+        store.change(rid, moved(store, rid, NOW + 2 * MIN), NOW)
+        view = store.get(rid)
+        assert view is not None
+        assert (view.fire_at, view.next_fire_at, view.dtstart) == (NOW + 2 * MIN,) * 3
+        store.change(
+            rid, Edit(seen(store, rid), "edited: subject", content={"subject": "new"}), NOW + 1
+        )
+        assert store.get(rid).subject == "new"  # type: ignore[union-attr]
+        assert store.changes(rid) == [(NOW, "rescheduled"), (NOW + 1, "edited: subject")]
+
+    def test_a_change_is_refused_while_a_tick_holds_the_row_and_fences_it_after_its_lease(
+        self, store: Store
+    ) -> None:
+        rid, _ = store.add(reminder(NOW), NOW)
+        (_fire,) = claim(store, NOW, "tick")  # leased until NOW + 60 s
+        with pytest.raises(ChangeRefusedError, match="a tick is delivering reminder"):
+            store.change(rid, moved(store, rid, NOW + DAY), NOW + 1)
+        assert store.changes(rid) == []
+        assert store.get(rid).next_fire_at == NOW  # type: ignore[union-attr]
+        # Past its lease the row is free again, and the change fences the late tick off: its
+        # write-back needs the lease the change cleared.
+        late = NOW + 10 * MIN
+        store.change(rid, moved(store, rid, NOW + DAY), late)
+        assert applied(store, "tick", late, advanced(rid, NOW, None)) == 0
+        view = store.get(rid)
+        assert view is not None and (view.state, view.next_fire_at) == ("pending", NOW + DAY)
+
+    def test_a_change_is_refused_when_a_tick_moved_the_fire_since_it_was_read(
+        self, store: Store
+    ) -> None:
+        rid, _ = store.add(reminder(NOW, rule="FREQ=DAILY"), NOW)
+        stale = moved(store, rid, NOW + 2 * DAY)
+        (_fire,) = claim(store, NOW, "tick")
+        assert applied(store, "tick", NOW, advanced(rid, NOW, NOW + DAY)) == 1
+        with pytest.raises(ChangeRefusedError, match=r"moved reminder .* on while"):
+            store.change(rid, stale, NOW + 1)
+        assert store.get(rid).next_fire_at == NOW + DAY  # type: ignore[union-attr]
+
+    def test_a_change_of_a_cancelled_or_done_reminder_is_refused(self, store: Store) -> None:
+        gone, _ = store.add(reminder(NOW + MIN), NOW)
+        store.cancel([gone], NOW)
+        with pytest.raises(ChangeRefusedError, match="is cancelled"):
+            store.change(gone, moved(store, gone, NOW + DAY), NOW)
+        with pytest.raises(NotFoundError):
+            store.change(999, Edit((None, None, 0), "x", content={"subject": "s"}), NOW)
+
+    def _recurring_partial(self, store: Store) -> tuple[int, int, int]:
+        """A daily reminder whose webhook failed on its first fire and retries at NOW + MIN
+        on its own, while the row moved to its next fire. Return (rid, email id, hook id)."""
+        two = (NewTarget("email", "a@example.com"), NewTarget("webhook", "http://127.0.0.1/x"))
+        rid, _ = store.add(reminder(rule="FREQ=DAILY", targets=two), NOW)
+        (fire,) = claim(store, NOW, "a")
+        email, hook = fire.targets
+        partial = Resolution(
+            fire.claim,
+            rid,
+            NOW,
+            "partial",
+            RowState(NOW + DAY, NOW + DAY, 0, "partial: HTTP 500", "pending", fired=True),
+            waiting=(Waiting(hook.id, 1, NOW + MIN, "HTTP 500"),),
+        )
+        records = [
+            DeliveryRecord(rid, email.id, NOW, "sent", None, 1, NOW),
+            DeliveryRecord(rid, hook.id, NOW, "failed", "HTTP 500", 1, NOW, NOW + MIN),
+        ]
+        assert store.commit("a", NOW, records, [partial], []).applied == (partial,)
+        return rid, email.id, hook.id
+
+    def test_a_change_is_refused_while_a_tick_holds_one_of_its_target_retries(
+        self, store: Store
+    ) -> None:
+        rid, _email, hook = self._recurring_partial(store)
+        (retry,) = claim(store, NOW + MIN, "b")
+        assert retry.claim == TargetClaim(hook, NOW)
+        edit = Edit(
+            seen(store, rid), "edited: targets", targets=(NewTarget("email", "a@example.com"),)
+        )
+        with pytest.raises(ChangeRefusedError, match="a tick is delivering"):
+            store.change(rid, edit, NOW + MIN + 1)
+        assert [t.id for t in store.get(rid).targets] == [_email, hook]  # type: ignore[union-attr]
+        release(store, "b", [retry.claim], NOW + MIN + 2)
+        store.change(rid, edit, NOW + MIN + 3)
+        assert store.pending_retries(rid) == []
+        assert claim(store, NOW + 2 * MIN, "c") == []  # the removed target's retry is gone
+
+    def test_changed_targets_keep_the_ledger_of_kept_ones_and_start_new_ones_fresh(
+        self, store: Store
+    ) -> None:
+        rid, email, hook = self._recurring_partial(store)
+        new = NewTarget("webhook", "http://127.0.0.1/new")
+        edit = Edit(
+            seen(store, rid),
+            "edited: targets",
+            targets=(NewTarget("email", "a@example.com"), new),
+        )
+        store.change(rid, edit, NOW + 1)
+        view = store.get(rid)
+        assert view is not None
+        kept, added = view.targets
+        assert kept.id == email and added.address == new.address and added.id not in (email, hook)
+        assert {d.target_id for d in store.deliveries(rid)} == {email}  # hook's rows went with it
+        assert store.pending_retries(rid) == []
+        (fire,) = claim(store, NOW + DAY, "d")  # the next fire goes to both, each fresh
+        assert [t.id for t in fire.targets] == [email, added.id]
+        assert fire.ledger == {}

@@ -1,7 +1,7 @@
 """The typer app: every command registered here, explicitly, and DuequeueError mapped to one
 line and an exit code in one place (shell.Group.invoke, through context.report)."""
 
-from duequeue.cli import commands, operator_commands, shell
+from duequeue.cli import change_commands, commands, operator_commands, shell
 
 app = shell.Typer(
     name="duequeue",
@@ -17,7 +17,10 @@ app = shell.Typer(
 )
 
 app.callback()(commands.root)
+app.command()(change_commands.init)
 app.command()(commands.add)
+app.command()(change_commands.reschedule)
+app.command()(change_commands.edit)
 app.command()(commands.tick)
 app.command()(commands.inspect)
 app.command("next")(commands.next_)

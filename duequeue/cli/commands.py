@@ -156,8 +156,9 @@ def add(
         str | None,
         typer.Option(
             metavar="KEY",
-            help="Idempotency key: adding the same key again adds nothing and prints "
-            "the existing id.",
+            help="Idempotency key, unique among live reminders: the same key and content "
+            "again adds nothing and prints the existing id; other content exits 1. A done or "
+            "cancelled reminder frees its key.",
             show_default=False,
         ),
     ] = None,
@@ -192,7 +193,7 @@ def add(
         "emails": email or (),
         "webhooks": webhook or (),
         "notify": [*(notify or ()), *_lines_of(notify_file)],
-        "targets": [_target(i, t) for i, t in enumerate(target or ())],
+        "targets": [target_pair(i, t) for i, t in enumerate(target or ())],
         "webhook_secret": webhook_secret or None,
         "subject": subject,
         "body": body,
@@ -231,7 +232,7 @@ def _lines_of(path: str | None) -> list[str]:
     return found
 
 
-def _target(index: int, text: str) -> tuple[str, str]:
+def target_pair(index: int, text: str) -> tuple[str, str]:
     """Return a --target CHANNEL:ADDRESS as (channel, address); the address may hold colons."""
     channel, colon, address = text.partition(":")
     # A URL alone (https://...) has a colon too, but no channel before it.

@@ -25,9 +25,9 @@ def degrade_unencodable_output() -> None:
 def queue(ctx: "typer.Context", *, create: bool = False) -> Queue:
     """Return the Queue the root command's --db and --config name, settings validated.
 
-    Only commands that add reminders (and tick) create a missing database: a read-only command
-    on a mistyped path must fail, not leave an empty database behind (a cron
-    `stats --prometheus` would publish its zeros).
+    Only `init` and the commands that add reminders create a missing database: any other
+    command on a mistyped path must fail, not leave an empty database behind (a cron `tick`
+    would log healthy lines on it forever, a `stats --prometheus` publish its zeros).
     """
     root = ctx.find_root().params
     return Queue(root.get("db"), config=root.get("config"), create=create)
@@ -35,7 +35,9 @@ def queue(ctx: "typer.Context", *, create: bool = False) -> Queue:
 
 def run_tick(db: str | None, config: str | None, limit: int | None, as_json: bool) -> None:
     """Run one tick with the effective settings and print its summary."""
-    with Queue(db, config=config) as q:
+    # create=False: a tick on a missing database is a mistyped --db or a step of the setup left
+    # out; it fails with one line naming the path and `duequeue init` (an os.path.exists).
+    with Queue(db, config=config, create=False) as q:
         summary = q.tick(limit=limit)
     if as_json:
         import json  # lazy: cron's plain `tick` prints text

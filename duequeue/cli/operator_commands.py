@@ -224,9 +224,9 @@ def worker(
     def on_error(exc: DuequeueError) -> None:
         log(f"tick failed: {message(exc)}")
 
-    # Like `tick`, the worker creates a missing database (cron or systemd may start before the
-    # first `add`); one that cannot be opened stops it at once, with exit 1.
-    with context.queue(ctx, create=True) as q:
+    # Like `tick`, the worker refuses a missing database (`duequeue init` makes one); one that
+    # cannot be opened stops it at once, with exit 1.
+    with context.queue(ctx) as q:
         q.worker(
             every,
             limit=limit,

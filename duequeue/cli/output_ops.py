@@ -53,6 +53,7 @@ def history_json(h: History) -> dict[str, Any]:
             }
             for r in h.target_retries
         ],
+        "changes": [{"at": iso(c.at), "change": c.what} for c in h.changes],
     }
 
 
@@ -136,6 +137,10 @@ def history_text(h: History, width: int | None) -> str:
                 keep=("fire", "target", "next try", "last error"),
             ).with_note(),
         ]
+    if h.changes:
+        # One line each, time first: a change is a sentence, not columns.
+        parts += ["", "changes (reschedule, edit)"]
+        parts += [f"{iso(c.at)}  {c.what}" for c in h.changes]
     return "\n".join(parts)
 
 
@@ -186,6 +191,9 @@ def stats_json(s: Stats) -> dict[str, Any]:
             "last_hour": {"sent": s.sent_last_hour, "failed": s.failed_last_hour},
             "last_day": {"sent": s.sent_last_day, "failed": s.failed_last_day},
         },
+        "last_successful_tick": None
+        if s.last_successful_tick is None
+        else iso(s.last_successful_tick),
     }
 
 
@@ -203,6 +211,13 @@ def stats_text(s: Stats) -> str:
             f"disabled (410 Gone): {s.disabled_targets}",
             f"deliveries, last hour: {s.sent_last_hour} sent, {s.failed_last_hour} failed; "
             f"last day: {s.sent_last_day} sent, {s.failed_last_day} failed",
+            "last successful tick: "
+            + (
+                "never"
+                if s.last_successful_tick is None
+                else f"{iso(s.last_successful_tick)} "
+                f"({seconds(s.at - s.last_successful_tick):.0f}s ago)"
+            ),
         ]
     )
 
@@ -232,7 +247,8 @@ def doctor_json(report: DoctorReport) -> dict[str, Any]:
     return {
         "ok": report.ok,
         "checks": [
-            {"name": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix} for c in report.checks
+            {"name": c.name, "ok": c.ok, "warning": c.warning, "detail": c.detail, "fix": c.fix}
+            for c in report.checks
         ],
     }
 
@@ -241,10 +257,13 @@ def doctor_text(report: DoctorReport) -> str:
     """Return a line per check (and a fix line under a problem), then the verdict."""
     lines = []
     for c in report.checks:
-        lines.append(f"{'ok     ' if c.ok else 'PROBLEM'}  {c.name}: {c.detail}")
+        label = "PROBLEM" if not c.ok else "warning" if c.warning else "ok     "
+        lines.append(f"{label}  {c.name}: {c.detail}")
         if c.fix:
             lines.append(f"         fix: {c.fix}")
-    lines.append("all checks passed" if report.ok else "some checks found problems")
+    warnings = sum(c.warning for c in report.checks)
+    verdict = "all checks passed" if report.ok else "some checks found problems"
+    lines.append(verdict + (f" ({warnings} warning{'s' * (warnings > 1)})" if warnings else ""))
     return "\n".join(lines)
 
 

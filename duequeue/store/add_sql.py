@@ -1,28 +1,37 @@
 """Adding reminders, written once for every dialect: one with its targets, or a stream of them
 in chunks (`import`).
 
-A key decides by the database's UNIQUE constraint, not by a check before the insert: concurrent
-adds of one key land once. Nothing is added for a key that exists, and its existing id is
-returned (`add`) or it is counted as skipped (`add_many`).
+A key is unique among live reminders (pending or dead); a done or cancelled one frees it. The
+database's partial unique index decides (reminders_live_key), not a check before the insert, so
+concurrent adds of one key land once. `add` of a live key writes nothing: with the same content
+it returns the existing id (idempotent), with other content it raises KeyConflictError;
+`add_many` counts a live key as skipped.
 """
 
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from duequeue.errors import KeyConflictError
+from duequeue.store import reads
 from duequeue.store.base import NewReminder
 from duequeue.store.rows import REMINDER_FIELDS, add_chunks, reminder_values
 from duequeue.store.sql import Dialect, Row, Run
 
+# The predicate of reminders_live_key: ON CONFLICT names it to infer that partial index.
+LIVE = "done_at IS NULL AND cancelled_at IS NULL"
+
 _INSERT = f"""INSERT INTO reminders ({", ".join(REMINDER_FIELDS)})
     VALUES ({", ".join(":" + f for f in REMINDER_FIELDS)})
-    ON CONFLICT (key) DO NOTHING
+    ON CONFLICT (key) WHERE {LIVE} DO NOTHING
     RETURNING id, key"""
 
 _TARGET = """INSERT INTO targets (reminder_id, channel, address, secret)
     VALUES (:rid, :channel, :address, :secret)
     ON CONFLICT DO NOTHING"""
 
-_BY_KEY = "SELECT id FROM reminders WHERE key = :key"
+# What makes two adds of one key the same reminder, in NewReminder's names.
+_CONTENT = ("subject", "body", "data", "rule_kind", "rule", "tz", "dtstart", "misfire_grace_ms")
+_BY_KEY = f"SELECT id, {', '.join(_CONTENT)} FROM reminders WHERE key = :key AND {LIVE}"
 
 
 def add(run: Run, d: Dialect, r: NewReminder, now: int) -> tuple[int, bool]:
@@ -31,14 +40,37 @@ def add(run: Run, d: Dialect, r: NewReminder, now: int) -> tuple[int, bool]:
         # Looked up first so that repeating a keyed add does not use up an id.
         found = run(d.sql(_BY_KEY), {"key": r.key})
         if found:
-            return int(found[0][0]), False
+            return _same(run, d, r, found[0]), False
     rows = run(d.sql(_INSERT), _values(r, now))
     if not rows:  # another add of the key committed between the lookup and the insert
         (existing,) = run(d.sql(_BY_KEY), {"key": r.key})
-        return int(existing[0]), False
+        return _same(run, d, r, existing), False
     rid = int(rows[0][0])
     _targets(run, d, [(rid, r)])
     return rid, True
+
+
+def _same(run: Run, d: Dialect, r: NewReminder, row: Row) -> int:
+    """Return the id of the live reminder `row` holding r's key if it is r, else raise."""
+    rid = int(row[0])
+    differ = [
+        name
+        for name, stored in zip(_CONTENT, row[1:], strict=True)
+        if stored != getattr(r, name) and not (name == "dtstart" and r.relative)
+    ]
+    stored_targets = {
+        (t.channel, t.address, t.secret) for t in reads.targets(run, d, [rid]).get(rid, ())
+    }
+    if stored_targets != {(t.channel, t.address, t.secret) for t in r.targets}:
+        differ.append("targets")
+    if differ:
+        named = ", ".join("time" if n == "dtstart" else n for n in differ)
+        raise KeyConflictError(
+            f"{r.key!r} is the key of reminder {rid}, which differs ({named}); nothing added "
+            f"(`duequeue edit {rid}` / `reschedule {rid}` change it, `cancel {rid}` frees the key)",
+            existing=rid,
+        )
+    return rid
 
 
 def add_many(run: Run, d: Dialect, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:

@@ -47,6 +47,32 @@ class NewReminder:
     rule: str | None = None
     misfire_grace_ms: int | None = None
     key: str | None = None
+    # The time was given relative to now (+15m, now, a timedelta, a cron rule from now): a
+    # repeat of the add names another instant, so a live key's time is not compared with it.
+    relative: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NewSchedule:
+    """When a rescheduled reminder fires: its zone, start, rule and pending fire."""
+
+    tz: str
+    dtstart: int
+    fire_at: int
+    rule_kind: Literal["rrule", "cron"] | None = None
+    rule: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """A checked change of one reminder (`reschedule`, `edit`), applied only if no tick holds
+    it and its pending fire is still the one read (`seen`: fire_at, next_fire_at, error_count)."""
+
+    seen: tuple[int | None, int | None, int]
+    note: str  # the line `history` shows for it
+    schedule: NewSchedule | None = None
+    content: dict[str, str | None] = field(default_factory=dict)  # subject, body, data
+    targets: tuple[NewTarget, ...] | None = None  # the whole new set, when they change
 
 
 @dataclass(slots=True)
@@ -285,6 +311,7 @@ class Stats:
     failed_last_hour: int  # ledger rows `failed` or `permanent`
     sent_last_day: int
     failed_last_day: int
+    last_tick_ok_at: int | None = None  # when a tick last ended without error; None: never
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +332,7 @@ class HealthCheck:
     ok: bool
     detail: str
     fix: str | None = None
+    warning: bool = False  # ok, but worth a look (exit 0)
 
 
 class Store(ABC):
@@ -314,6 +342,10 @@ class Store(ABC):
     that concurrent ticks never hold the same row; writing back succeeds only while the lease is
     still held by the same owner.
     """
+
+    # Whether opening this store made a new database (an SQLite file): `init`, `add` and
+    # `import` then say where, so a mistyped path is seen at once.
+    created: bool = False
 
     @abstractmethod
     def add(self, reminder: NewReminder, now: int) -> tuple[int, bool]:
@@ -424,6 +456,23 @@ class Store(ABC):
     @abstractmethod
     def stats(self, now: int) -> Stats:
         """Count rows by state, due rows and recent ledger outcomes at instant `now`."""
+
+    @abstractmethod
+    def change(self, reminder_id: int, edit: Edit, now: int) -> None:
+        """Apply a reschedule or an edit and record it for history, in one transaction.
+
+        Raise NotFoundError for an unknown id, ChangeRefusedError (nothing written) when the
+        reminder is cancelled or done (or dead, for a new schedule), when a tick holds it or one
+        of its target retries, or when its pending fire is no longer `edit.seen`.
+        """
+
+    @abstractmethod
+    def changes(self, reminder_id: int) -> list[tuple[int, str]]:
+        """Return the changes recorded for a reminder, oldest first: (at, what)."""
+
+    @abstractmethod
+    def mark_tick(self, now: int) -> None:
+        """Record that a tick started at `now` ended without error (kept if a later one is)."""
 
     @abstractmethod
     def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:

@@ -17,7 +17,15 @@ from duequeue.store.postgres import Cursor, PostgresStore
 from duequeue.store.sqlite import SQLiteStore
 
 # Parents before children, so the foreign keys hold row by row.
-TABLES = ("reminders", "targets", "deliveries", "dead_letters", "target_retries")
+TABLES = (
+    "reminders",
+    "targets",
+    "deliveries",
+    "dead_letters",
+    "target_retries",
+    "reminder_changes",
+    "tick_marks",
+)
 _NOT_COPIED = {"lease_owner", "lease_until"}
 
 
@@ -30,6 +38,8 @@ class Copied:
     deliveries: int
     dead_letters: int
     target_retries: int
+    reminder_changes: int = 0  # what reschedule and edit did (history)
+    tick_marks: int = 0  # the last successful tick's time (one row at most)
 
 
 def sqlite_to_postgres(source: str, target: str) -> Copied:

@@ -197,6 +197,26 @@ def stats(run: Run, d: Dialect, now: int) -> Stats:
         failed_last_hour=int(ledger[1]),
         sent_last_day=int(ledger[2]),
         failed_last_day=int(ledger[3]),
+        last_tick_ok_at=last_tick_ok(run, d),
+    )
+
+
+def last_tick_ok(run: Run, d: Dialect) -> int | None:
+    """Return when a tick last ended without error; None if none ever did."""
+    found = run(d.sql("SELECT last_ok_at FROM tick_marks WHERE id = 1"), {})
+    return int(found[0][0]) if found else None
+
+
+def mark_tick(run: Run, d: Dialect, now: int) -> None:
+    """Record that a tick that started at `now` ended without error (a later one's mark stays:
+    overlapping ticks end in any order)."""
+    run(
+        d.sql(
+            """INSERT INTO tick_marks (id, last_ok_at) VALUES (1, :now)
+               ON CONFLICT (id) DO UPDATE SET last_ok_at = excluded.last_ok_at
+               WHERE tick_marks.last_ok_at < excluded.last_ok_at"""
+        ),
+        {"now": now},
     )
 
 

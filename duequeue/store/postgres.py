@@ -46,6 +46,7 @@ class PostgresStore(SQLStore):
     def __init__(self, url: str) -> None:
         self.backend: PostgresBackend = PostgresBackend(url)
         super().__init__(self.backend)
+        self.created = self.backend.created
 
 
 class PostgresBackend:
@@ -57,6 +58,7 @@ class PostgresBackend:
     def __init__(self, url: str) -> None:
         self.url = url
         self.where = safe_url(url)
+        self.created = False  # whether opening it created duequeue's tables
         self._passwords = _passwords(url)
         self.conn = self._connect()
         try:
@@ -146,6 +148,7 @@ class PostgresBackend:
                 found = _schema_state(cur)  # another process may have applied it meanwhile
                 if found is None:
                     cur.execute(schema_postgres_sql().encode())
+                    self.created = True  # for `init` to say so
                     return APPLICATION, SCHEMA_VERSION
                 oldest = schema.OLDEST["postgresql"]
                 if found[0] == APPLICATION and oldest <= found[1] < SCHEMA_VERSION:

@@ -42,6 +42,7 @@ class SQLiteStore(SQLStore):
         self.backend: SQLiteBackend = SQLiteBackend(Path(path), busy_timeout_ms, create)
         super().__init__(self.backend)
         self.path = self.backend.path
+        self.created = self.backend.created
 
 
 class SQLiteBackend:
@@ -56,7 +57,9 @@ class SQLiteBackend:
         # Why this user may not write the file, if so: it is then open read-only, so that the
         # commands that only read it (inspect, history, stats) still work; a write says why not.
         self.read_only = _read_only_because(path)
-        self.conn = _connect(path, busy_timeout_ms, create, read_only=self.read_only is not None)
+        self.conn, self.created = _connect(
+            path, busy_timeout_ms, create, read_only=self.read_only is not None
+        )
         try:
             self._ensure_schema()
         except apsw.Error as exc:
@@ -131,9 +134,16 @@ class SQLiteBackend:
                     return
         if app_id == APPLICATION_ID and 0 < version < SCHEMA_VERSION:
             _use_wal(self.conn, self.path)
-            with self._transaction("BEGIN IMMEDIATE"):
-                # Read again under the write lock: another process may have upgraded it.
-                _upgrade(self.conn.cursor(), self._header()[1])
+            # A migration may rebuild a table (0009): with foreign keys on, dropping the old one
+            # would cascade to every row that refers to it. The pragma is a no-op inside a
+            # transaction, hence around it; _upgrade checks the keys before the commit.
+            self.conn.execute("PRAGMA foreign_keys = OFF")
+            try:
+                with self._transaction("BEGIN IMMEDIATE"):
+                    # Read again under the write lock: another process may have upgraded it.
+                    _upgrade(self.conn.cursor(), self._header()[1])
+            finally:
+                self.conn.execute("PRAGMA foreign_keys = ON")
             return
         if app_id != APPLICATION_ID:
             raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
@@ -207,6 +217,9 @@ def _upgrade(cur: apsw.Cursor, version: int) -> None:
         # schema_version makes every connection read the new text. Harmless otherwise.
         changed = int(_fetch(cur, "PRAGMA schema_version")[0][0])
         cur.execute(f"PRAGMA schema_version = {changed + 1}")
+    broken = _fetch(cur, "PRAGMA foreign_key_check")
+    if broken:
+        raise StoreError(f"upgrading the schema broke {len(broken)} foreign keys; nothing changed")
     cur.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
@@ -229,16 +242,18 @@ def _read_only_because(path: Path) -> str | None:
 
 def _connect(
     path: Path, busy_timeout_ms: int, create: bool, *, read_only: bool = False
-) -> apsw.Connection:
+) -> tuple[apsw.Connection, bool]:
+    """Open the file (creating it if allowed); return the connection and whether we made it."""
+    created = False
     try:
         if not path.exists():
             if not create:
                 raise StoreError(
                     f"database {path} does not exist (check --db / DUEQUEUE_DB; "
-                    "`duequeue add` or `import` creates it)"
+                    "`duequeue init` creates it, as do `add` and `import`)"
                 )
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            _create(path)
+            created = _create(path)
         elif _empty(path):
             # SQLite would take a zero-byte file as a new database and we would write a schema
             # into it; but duequeue never leaves one (see _create), so it is someone else's file
@@ -263,7 +278,7 @@ def _connect(
     except apsw.Error as exc:
         conn.close()
         raise store_error(path, busy_timeout_ms, exc) from exc
-    return conn
+    return conn, created
 
 
 def _connect_read_only(path: Path) -> apsw.Connection:
@@ -302,8 +317,9 @@ def _empty(path: Path) -> bool:
     return path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size > 0)
 
 
-def _create(path: Path) -> None:
-    """Create a complete, empty duequeue database at `path`, atomically.
+def _create(path: Path) -> bool:
+    """Create a complete, empty duequeue database at `path`, atomically; return False if
+    another process created it first.
 
     The schema is written to a private temporary file that is then hard-linked into place, so
     the file never exists half-made: a concurrent first `add` sees either nothing or a whole
@@ -325,12 +341,15 @@ def _create(path: Path) -> None:
         try:
             os.link(tmp, path)
         except FileExistsError:
-            pass  # another process created it first; use theirs
+            return False  # another process created it first; use theirs
         except OSError:
             # A filesystem without hard links: fall back to an in-place create, which a
             # concurrent first open could see empty for a moment.
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            except FileExistsError:
+                return False
+        return True
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
             with contextlib.suppress(FileNotFoundError):

@@ -8,7 +8,7 @@ databases is the backend's (connections, transactions, errors, health) or its Di
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from duequeue.store import add_sql, claim_sql, commit_sql, ops_sql, reads, retries
+from duequeue.store import add_sql, change_sql, claim_sql, commit_sql, ops_sql, reads, retries
 from duequeue.store import rows as shared
 from duequeue.store.backend import Backend
 from duequeue.store.base import (
@@ -17,6 +17,7 @@ from duequeue.store.base import (
     Committed,
     DeadLetter,
     DeliveryRecord,
+    Edit,
     Fire,
     HealthCheck,
     NewReminder,
@@ -144,6 +145,24 @@ class SQLStore(Store):
             return ops_sql.stats(run, d, now)
 
         return self._read(work, "stats")
+
+    def change(self, reminder_id: int, edit: Edit, now: int) -> None:
+        # Not repeatable: a repeat after a lost commit would find the pending fire moved (by
+        # this very change) and refuse, reporting a change that did happen as refused.
+        self._write(
+            lambda run: change_sql.change(run, self.dialect, reminder_id, edit, now),
+            "change",
+            repeatable=False,
+        )
+
+    def changes(self, reminder_id: int) -> list[tuple[int, str]]:
+        return self._read(
+            lambda run: change_sql.changes(run, self.dialect, reminder_id), "reading changes"
+        )
+
+    def mark_tick(self, now: int) -> None:
+        # Repeatable: the mark only ever moves forward.
+        self._write(lambda run: ops_sql.mark_tick(run, self.dialect, now), "marking the tick")
 
     def pending_channels(self) -> set[str]:
         return self._read(lambda run: reads.pending_channels(run, self.dialect), "pending channels")

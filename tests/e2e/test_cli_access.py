@@ -1,5 +1,7 @@
 """Read-only commands never create a database; a path the user cannot use is one clear line."""
 
+import grp
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -51,7 +53,7 @@ def test_a_read_only_command_on_a_missing_database_fails_and_creates_nothing(
     assert (r.code, r.out) == (1, "")
     assert r.err == (
         f"duequeue: error: database {typo} does not exist (check --db / DUEQUEUE_DB; "
-        "`duequeue add` or `import` creates it)\n"
+        "`duequeue init` creates it, as do `add` and `import`)\n"
     )
     assert list(tmp_path.iterdir()) == []
 
@@ -62,7 +64,7 @@ def test_stats_prometheus_on_a_mistyped_path_publishes_nothing(tmp_path: Path) -
     assert r.returncode == 1
     assert r.stderr.splitlines() == [
         f"duequeue: error: database {tmp_path / 'typo.db'} does not exist (check --db / "
-        "DUEQUEUE_DB; `duequeue add` or `import` creates it)"
+        "DUEQUEUE_DB; `duequeue init` creates it, as do `add` and `import`)"
     ]
     assert list(tmp_path.iterdir()) == []
 
@@ -197,3 +199,22 @@ def test_a_config_file_the_user_cannot_read_is_one_line_naming_owner_mode_and_fi
     assert "with mode 0640, so " in line
     assert f"`chmod g+r {config}`" in line
     assert not (shared / "dq.db").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a file root:<the user's group> takes root")
+def test_a_config_file_of_the_users_own_group_says_chmod_not_add_to_the_group(
+    shared: Path,
+) -> None:
+    # Issue 24: the config made 0600 ("secure my secrets"); the user is in its group already.
+    config = shared / "config.toml"
+    config.write_text("tick_limit = 50\n")
+    os.chown(config, 0, grp.getgrnam("nogroup").gr_gid)  # run_cli_unprivileged's group
+    config.chmod(0o600)
+    r = run_cli_unprivileged(
+        shared / "dq.db", "tick", cwd=shared, env={"DUEQUEUE_CONFIG": str(config)}
+    )
+    assert r.returncode == 1
+    line = _one_clean_line(r.stderr)
+    assert f"config file {config} is root:nogroup with mode 0600, so nobody (in group " in line
+    assert f"cannot read it: `chmod g+r {config}`, or run duequeue as root" in line
+    assert "add nobody to group" not in line

@@ -18,6 +18,7 @@ def run(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_fast_tick_prints_what_the_typer_command_prints(db_path: Path) -> None:
+    assert run("init", db=db_path).returncode == 0
     fast = run("tick", "--json", db=db_path)
     assert fast.returncode == 0, fast.stderr
     assert json.loads(fast.stdout)["claimed"] == 0
@@ -26,6 +27,19 @@ def test_the_fast_tick_prints_what_the_typer_command_prints(db_path: Path) -> No
     bad = run("tick", "--limit", "0", db=db_path)  # typer's own validation and exit code
     assert bad.returncode == 2
     assert "--limit" in bad.stderr
+
+
+def test_the_fast_tick_refuses_a_missing_database_in_one_line_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    typo = tmp_path / "typo" / "dq.db"
+    r = run("tick", db=typo)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == (
+        f"duequeue: error: database {typo} does not exist (check --db / DUEQUEUE_DB; "
+        "`duequeue init` creates it, as do `add` and `import`)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_fast_tick_maps_errors_to_the_exit_code(tmp_path: Path) -> None:

@@ -125,7 +125,7 @@ def test_concurrent_adds_of_one_key_land_once(db_path: Path) -> None:
     results = [finish(p) for p in procs]
     assert [code for code, _, _ in results] == [0] * 6
     assert {out for _, out, _ in results} == {"1\n"}
-    assert sum("exists as reminder 1" in err for _, _, err in results) == 5
+    assert sum("exists: reminder 1" in err for _, _, err in results) == 5
     assert targets(db_path) == 1
 
 

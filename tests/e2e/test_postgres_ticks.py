@@ -264,6 +264,9 @@ def test_the_cli_says_in_one_line_that_the_server_is_unreachable(tmp_path: Path)
 
 
 def test_the_sqlite_path_never_imports_psycopg(tmp_path: Path) -> None:
+    from duequeue.store.sqlite import SQLiteStore
+
+    SQLiteStore(tmp_path / "dq.db").close()  # ticks refuse a missing database
     code = (
         "import sys\n"
         "from duequeue.cli.entrypoint import main\n"

@@ -67,6 +67,7 @@ def test_crons_plain_tick_line_checks_the_settings_too(
 
 
 def test_the_checks_accept_what_is_right(cli: Cli) -> None:
+    assert cli("init").code == 0
     env = {
         "DUEQUEUE_TZ": "Europe/Berlin",
         "DUEQUEUE_WEBHOOK_SECRET": secret(24),

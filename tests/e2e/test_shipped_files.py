@@ -174,6 +174,16 @@ def whole_seconds_now() -> datetime:
 
 CRON = parse_crontab(CRONTAB.read_text())
 TICK = next(j for j in CRON.jobs if "duequeue tick" in j.command)
+# README's step 4 makes the database as the duequeue user: `sudo -u duequeue COMMAND`.
+INIT = re.search(r"sudo -u duequeue (\S+/duequeue --db \S+ init)\n", README)
+
+
+def init_database(install: Install) -> None:
+    """Run README's `duequeue init` (ticks refuse a missing database)."""
+    assert INIT, "README's route makes the database with `duequeue init`"
+    made = run_job(install, {"PATH": "/usr/bin:/bin"}, INIT.group(1))
+    assert (made.returncode, made.stderr) == (0, ""), made.stderr
+    assert made.stdout.endswith(": created\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -216,6 +226,7 @@ def test_the_tick_job_delivers_under_crons_bare_environment_and_logs_a_time_stam
             f'webhook_secret = "{secret}"\n'
         )
         install.config.chmod(0o640)
+        init_database(install)
         added = run_job(
             install,
             CRON.env,
@@ -244,13 +255,56 @@ def test_the_tick_job_delivers_under_crons_bare_environment_and_logs_a_time_stam
     assert lines[0][0] <= lines[1][0]
 
 
-def test_a_tick_that_fails_is_logged_with_its_time_too(install: Install) -> None:
+def test_a_tick_that_fails_is_logged_with_its_time_and_goes_to_crons_mail(
+    install: Install,
+) -> None:
     # No config file where the crontab says: every tick exits 1, and the log says why.
+    init_database(install)
+    result = run_job(install, CRON.env, TICK.command)
+
+    [(stamp, text)] = stamped_lines(install.logs / "tick.log")
+    assert text == f"duequeue: error: config file {install.config} does not exist"
+    # cron mails any output: a failing tick prints one line on stderr, its time and its error.
+    assert (result.returncode, result.stdout) == (0, "")
+    assert result.stderr == (
+        f"duequeue tick failed (exit 1) at {stamp:%Y-%m-%dT%H:%M:%SZ}: {text}\n"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of any mode")
+def test_a_config_file_the_tick_cannot_read_goes_to_crons_mail(install: Install) -> None:
+    # Issue 24: the config made mode 0600 by another user; every tick failed and nobody was told.
+    init_database(install)
+    install.config.write_text('email_from = "reminders@example.com"\n')
+    install.config.chmod(0o000)
+
+    result = run_job(install, CRON.env, TICK.command)
+
+    assert result.stderr.startswith("duequeue tick failed (exit 1) at ")
+    assert f"config file {install.config}" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_missing_database_fails_the_tick_and_goes_to_crons_mail(install: Install) -> None:
+    install.config.write_text('email_from = "reminders@example.com"\n')
+
+    result = run_job(install, CRON.env, TICK.command)
+
+    db = install.places[DATA] / "duequeue.db"
+    assert not db.exists()
+    assert f"database {db} does not exist" in result.stderr
+    assert "`duequeue init` creates it" in result.stderr
+
+
+def test_a_tick_that_succeeds_mails_nothing(install: Install) -> None:
+    install.config.write_text('email_from = "reminders@example.com"\n')
+    init_database(install)
+
     result = run_job(install, CRON.env, TICK.command)
 
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     [(_, text)] = stamped_lines(install.logs / "tick.log")
-    assert text == f"duequeue: error: config file {install.config} does not exist"
+    assert text.startswith("tick: claimed 0")
 
 
 def test_a_missing_log_directory_fails_loudly_for_crons_mail(install: Install) -> None:
@@ -258,8 +312,8 @@ def test_a_missing_log_directory_fails_loudly_for_crons_mail(install: Install) -
 
     result = run_job(install, CRON.env, TICK.command)
 
-    # cron mails this to MAILTO (or logs it to syslog when the machine has no mailer).
-    assert result.returncode != 0
+    # cron mails any output to MAILTO (or logs it to syslog when the machine has no mailer);
+    # the exit status of a job it ignores.
     assert str(install.logs / "tick.log") in result.stderr
 
 
@@ -270,8 +324,9 @@ def test_a_missing_log_directory_fails_loudly_for_crons_mail(install: Install) -
 )
 def test_each_optional_job_works_once_uncommented(install: Install, job: Job) -> None:
     install.config.write_text('email_from = "reminders@example.com"\n')
-    # The every-minute tick creates the database; read-only jobs never do (a typo in
-    # DUEQUEUE_DB must not publish zeros), so they run on an install where it has ticked.
+    # Only `init` (and add, import) create the database: ticks and read-only jobs never do (a
+    # typo in DUEQUEUE_DB must fail, not tick an empty queue or publish zeros).
+    init_database(install)
     assert run_job(install, CRON.env, TICK.command).returncode == 0
     before = whole_seconds_now()
 
@@ -306,6 +361,7 @@ def test_the_readme_route_makes_what_the_shipped_files_use() -> None:
         "--shell /usr/sbin/nologin duequeue",
         f"sudo install -d -o duequeue -g duequeue -m 0750 {DATA} {LOGS}",
         f"sudo install -m 0640 -o root -g duequeue /dev/null {CONFIG}",
+        f"sudo -u duequeue {VENV}/bin/duequeue --db {CRON.env['DUEQUEUE_DB']} init",
         "sudo crontab -u duequeue crontab.example",
         "sudo cp duequeue.logrotate /etc/logrotate.d/duequeue",
         f"--db {CRON.env['DUEQUEUE_DB']} --config {CONFIG}",
@@ -382,6 +438,7 @@ def test_the_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
 def worker(install: Install) -> Iterator["subprocess.Popen[str]"]:
     """Start the unit's ExecStart under only its Environment= lines (and systemd's PATH)."""
     install.config.write_text('email_from = "reminders@example.com"\n')
+    init_database(install)
     [exec_start] = _unit_values("ExecStart")
     env = dict(v.split("=", 1) for v in _unit_values("Environment"))
     env = {k: install.localize(v) for k, v in env.items()}
@@ -437,6 +494,7 @@ def test_the_logrotate_stanza_rotates_the_logs_and_the_next_tick_appends_anew(
     )
     stanza = install.localize(shipped).replace("duequeue duequeue", f"{me} {group}")
     install.config.write_text('email_from = "reminders@example.com"\n')
+    init_database(install)
     conf = install.root / "logrotate.conf"
     conf.write_text(stanza)
     log = install.logs / "tick.log"

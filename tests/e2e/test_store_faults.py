@@ -157,8 +157,11 @@ def test_a_database_with_a_scribbled_page_is_refused_and_left_untouched(
     cli: Cli, db_path: Path
 ) -> None:
     fill(db_path, 100, "y" * 500)
+    conn = apsw.Connection(str(db_path))
+    ((root,),) = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'reminders'")
+    conn.close()
     with open(db_path, "r+b") as f:
-        f.seek(4096 * 3)
+        f.seek(4096 * (root - 1))  # the root page of the table every tick reads
         f.write(b"\xde\xad\xbe\xef" * 1024)
     before = digest(db_path)
     r = cli("tick")

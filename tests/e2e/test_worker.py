@@ -8,11 +8,13 @@ import subprocess
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from tests.clirunner import Cli
 from tests.paths import ROOT
+from tests.procs import run_cli
 from tests.servers import HttpSink, Reply
 from tests.stores import Db
 
@@ -62,12 +64,25 @@ class Running:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_the_worker_ticks_and_stops_cleanly_on_a_signal(db: Db, signum: int) -> None:
+    assert Cli(db, datetime.now(UTC))("init").code == 0
     worker = Running(db, "--every", "1s")
     assert "worker: ticking every 1s" in worker.wait_for("worker:")
     line = worker.wait_for(" tick: ")
     assert "claimed 0" in line
     assert worker.stop(signum) == 0
     worker.wait_for("worker: stopped by a signal")
+
+
+@pytest.mark.sqlite_only
+def test_the_worker_refuses_a_missing_database_and_creates_nothing(db_path: Path) -> None:
+    typo = db_path.parent / "typo" / "dq.db"
+    r = run_cli(typo, "worker", "--every", "1s")
+    assert r.returncode == 1
+    assert r.stderr == (
+        f"duequeue: error: database {typo} does not exist (check --db / DUEQUEUE_DB; "
+        "`duequeue init` creates it, as do `add` and `import`)\n"
+    )
+    assert not typo.parent.exists()
 
 
 def test_the_worker_delivers_what_becomes_due(db: Db) -> None:

@@ -19,6 +19,7 @@ import duequeue
 from duequeue import (
     BadInputError,
     ConfigError,
+    KeyConflictError,
     NotFoundError,
     Queue,
     Reminder,
@@ -38,6 +39,20 @@ BERLIN = ZoneInfo("Europe/Berlin")
 def queue(db: Db) -> Iterator[Queue]:
     with Queue(db, webhook_secret=SECRET) as q:
         yield q
+
+
+def test_add_of_a_live_key_with_other_content_raises_and_a_cancelled_one_frees_it(
+    queue: Queue,
+) -> None:
+    first = queue.add(at="2027-02-01T09:00Z", webhooks=["https://e.example/r"], key="rent")
+    with pytest.raises(KeyConflictError) as caught:
+        queue.add(at="2027-02-01T09:00Z", webhooks=["https://e.example/r"], key="rent", body="x")
+    assert (caught.value.existing, caught.value.field) == (first.id, "key")
+    queue.cancel(first.id)
+    again = queue.add(
+        at="2027-02-01T09:00Z", webhooks=["https://e.example/r"], key="rent", body="x"
+    )
+    assert again.created and again.id != first.id
 
 
 def _aware_utc(value: object) -> None:
@@ -66,9 +81,17 @@ def test_add_tick_inspect_history_and_stats(queue: Queue, http: HttpSink) -> Non
             key="standup-1",
         )
         assert added.created and added.notes == ()
-        again = queue.add(at="+1m", webhooks=[http.url("/r")], key="standup-1")
+        again = queue.add(
+            at="+1m",
+            webhooks=[http.url("/r")],
+            subject="Standup",
+            data={"room": 4},
+            key="standup-1",
+        )
         assert (again.id, again.created) == (added.id, False)
-        assert again.notes == (f"key 'standup-1' exists as reminder {added.id}; nothing added",)
+        assert again.notes == (
+            f"key 'standup-1' exists: reminder {added.id}, with the same content; nothing added",
+        )
         assert queue.tick().claimed == 0  # not due yet
         (pending,) = queue.inspect("pending")
     assert pending.id == added.id

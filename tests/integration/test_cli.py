@@ -183,6 +183,7 @@ def test_an_unknown_config_key_is_refused(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
+    assert cli("init").code == 0
     summary = cli.tick()
     assert set(summary) == {
         "claimed",

@@ -62,7 +62,8 @@ def test_history_lists_every_attempt_and_the_dead_letter(cli: Cli, http: HttpSin
     r = cli("history", str(rid), "--json")
     assert r.code == 0, r.err
     h = r.json()
-    assert set(h) == {"reminder", "attempts", "dead_letters", "target_retries"}
+    assert set(h) == {"reminder", "attempts", "dead_letters", "target_retries", "changes"}
+    assert h["changes"] == []
     assert h["reminder"]["id"] == rid
     assert h["reminder"]["state"] == "dead"
     hook = [a for a in h["attempts"] if a["target"]["channel"] == "webhook"]
@@ -229,13 +230,19 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
             "last_hour": {"sent": 1, "failed": 1},
             "last_day": {"sent": 1, "failed": 1},
         },
+        "last_successful_tick": "2027-01-05T08:00:00.000Z",
     }
+    # A tick that fails (its settings invalid, as an unreadable config file would) leaves no
+    # mark, so the time of the last good one ages and an alert on it fires.
+    assert cli("tick", env={"DUEQUEUE_BACKOFF": "1m,often"}).code == 1
+    assert cli("stats", "--json").json()["last_successful_tick"] == "2027-01-05T08:00:00.000Z"
     cli.advance(hours=2)
     later = cli("stats", "--json").json()["deliveries"]
     assert later == {"last_hour": {"sent": 0, "failed": 0}, "last_day": {"sent": 1, "failed": 1}}
     text = cli("stats").out
     assert "1 pending, 1 done, 1 dead, 1 cancelled" in text
     assert "dead letters awaiting retry: 1" in text
+    assert "last successful tick: 2027-01-05T08:00:00.000Z (7380s ago)" in text
 
 
 def test_stats_writes_a_prometheus_textfile_a_real_parser_reads(
@@ -265,10 +272,20 @@ def test_stats_writes_a_prometheus_textfile_a_real_parser_reads(
     assert samples[("duequeue_deliveries_last_hour", (("outcome", "failed"),))] == 1
     assert samples[("duequeue_deliveries_last_day", (("outcome", "sent"),))] == 0
     assert samples[("duequeue_stats_timestamp_seconds", ())] == T0.timestamp() + 120
+    assert samples[("duequeue_last_successful_tick_timestamp_seconds", ())] == T0.timestamp()
     assert text.count("# HELP ") == text.count("# TYPE ") == len(families)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
     both = cli("stats", "--prometheus", str(prom), "--json")
     assert both.json()["due"] == 1
+
+
+def test_stats_says_no_tick_ever_succeeded_on_a_new_database(cli: Cli, tmp_path: Path) -> None:
+    assert cli("init").code == 0
+    assert cli("stats", "--json").json()["last_successful_tick"] is None
+    assert "last successful tick: never" in cli("stats").out
+    prom = tmp_path / "duequeue.prom"
+    assert cli("stats", "--prometheus", str(prom)).code == 0
+    assert "\nduequeue_last_successful_tick_timestamp_seconds 0\n" in prom.read_text()
 
 
 def test_stats_prometheus_into_a_missing_directory_exits_2(cli: Cli, tmp_path: Path) -> None:
@@ -356,7 +373,8 @@ def test_doctor_passes_against_a_real_smtp_server_and_sends_nothing(cli: Cli) ->
         assert name in names
     for name in ("smtp", "webhook secret", "zone data"):
         assert name in names
-    assert all(set(c) == {"name", "ok", "detail", "fix"} for c in report["checks"])
+    assert all(set(c) == {"name", "ok", "warning", "detail", "fix"} for c in report["checks"])
+    assert not any(c["warning"] for c in report["checks"])  # it holds a reminder
     assert text.endswith("all checks passed\n")
 
 
@@ -458,9 +476,10 @@ def test_doctor_reports_a_damaged_database(cli: Cli, db_path: Path, tmp_path: Pa
     conn = apsw.Connection(str(db_path))
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     page_size = conn.execute("PRAGMA page_size").fetchall()[0][0]
+    pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
     conn.close()
     with db_path.open("r+b") as raw:  # scribble over a page in the middle of the reminders
-        raw.seek(page_size * 20 + 100)
+        raw.seek(page_size * (pages // 2) + 100)
         raw.write(b"\xff" * 2000)
     r = cli("doctor", "--json")
     assert r.code == 1

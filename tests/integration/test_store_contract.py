@@ -3,8 +3,8 @@
 `store` and `open_store` come from tests/stores.py, which runs each test once per store.
 """
 
-from tests.store_contract import OperatorContract, StoreContract
+from tests.store_contract import ChangeContract, OperatorContract, StoreContract
 
 
-class TestStore(StoreContract, OperatorContract):
+class TestStore(StoreContract, OperatorContract, ChangeContract):
     """Every test of both contracts, on every store."""

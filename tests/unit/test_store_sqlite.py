@@ -106,6 +106,48 @@ def test_an_upgraded_database_takes_any_channels_targets_and_keeps_its_targets_a
     assert conn.execute("SELECT channel FROM targets WHERE address = 'x'").fetchall() == [("sms",)]
 
 
+@pytest.mark.parametrize("old", ["schema_v2.sql", "schema_v3.sql"])
+def test_the_version_9_rebuild_keeps_every_row_and_frees_a_cancelled_reminders_key(
+    db_path: Path, old: str
+) -> None:
+    from duequeue.store.base import NewReminder, NewTarget
+
+    conn = apsw.Connection(str(db_path))
+    conn.execute((DATA / old).read_text(encoding="utf-8"))
+    conn.execute(
+        """INSERT INTO reminders (id, key, subject, body, tz, dtstart, created_at, updated_at,
+                                  cancelled_at)
+           VALUES (1, 'rent', 'old', '', 'UTC', 0, 0, 0, 5),
+                  (2, 'live', 'x', '', 'UTC', 0, 0, 0, NULL);
+           INSERT INTO targets (id, reminder_id, channel, address) VALUES (1, 1, 'webhook', 'u');
+           INSERT INTO deliveries (reminder_id, target_id, fire_at, outcome, attempt, at)
+           VALUES (1, 1, 0, 'sent', 1, 0);"""
+    )
+    conn.close()
+    store = SQLiteStore(db_path)  # upgraded: the reminders table rebuilt without its UNIQUE key
+    try:
+        hook = (NewTarget("webhook", "u"),)
+        rid, created = store.add(NewReminder("new", "", None, "UTC", 0, 0, hook, key="rent"), 0)
+        assert created and rid == 3
+        assert all(c.ok for c in store.health())
+    finally:
+        store.close()
+    conn = apsw.Connection(str(db_path))
+    assert conn.execute("SELECT id, key, cancelled_at FROM reminders ORDER BY id").fetchall() == [
+        (1, "rent", 5),
+        (2, "live", None),
+        (3, "rent", None),
+    ]
+    # The rebuild cascaded to nothing: the cancelled reminder keeps its target and ledger.
+    assert conn.execute("SELECT count(*) FROM deliveries WHERE reminder_id = 1").fetchall() == [
+        (1,)
+    ]
+    assert conn.execute("SELECT reminder_id FROM targets WHERE id = 1").fetchall() == [(1,)]
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert conn.execute("PRAGMA foreign_keys").fetchall() == [(0,)]  # a new connection's default
+    conn.close()
+
+
 def test_health_reports_a_wrong_journal_mode_with_a_fix(db_path: Path) -> None:
     store = SQLiteStore(db_path)
     try:
