@@ -1,8 +1,10 @@
 """The CLI's frame seen from a real process: help on a bare call, usage errors on one line."""
 
+import shlex
+import subprocess
 from pathlib import Path
 
-from tests.procs import run_cli
+from tests.procs import LIMIT_S, cli_args, cli_env, run_cli
 
 
 def test_bare_duequeue_prints_help_on_stdout_and_exits_0(db_path: Path) -> None:
@@ -65,5 +67,17 @@ def test_the_shell_completes_commands_and_options(db_path: Path) -> None:
     assert run_cli(db_path, env=env).stdout.split() == ["inspect"]
     env |= {"COMP_WORDS": "duequeue inspect --wi", "COMP_CWORD": "2"}
     assert run_cli(db_path, env=env).stdout.split() == ["--wide"]
-    script = run_cli(db_path, "--show-completion", "bash", env={"SHELL": "/bin/bash"})
-    assert script.returncode == 0 and "_duequeue_completion" in script.stdout
+    # Typer finds the shell among the command's parent processes, as when a user types it in
+    # bash: run it from bash (not exec'd by it: `; exit`), not from this test's process, whose
+    # parents are whatever ran the suite.
+    line = shlex.join(str(a) for a in cli_args("--show-completion"))
+    script = subprocess.run(
+        ["bash", "-c", f"{line}; exit $?"],
+        env=cli_env(db_path, {"SHELL": "/bin/bash"}),
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+        check=False,
+    )
+    assert script.returncode == 0, script.stderr
+    assert "_duequeue_completion" in script.stdout
