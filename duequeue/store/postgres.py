@@ -30,7 +30,7 @@ from psycopg.conninfo import conninfo_to_dict
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.redact import url as safe_url
 from duequeue.store import ops_sql, schema
-from duequeue.store.base import HealthCheck
+from duequeue.store.base import HealthCheck, HostTick
 from duequeue.store.sql import POSTGRES, Row, Run
 from duequeue.store.sqlstore import SQLStore
 
@@ -159,6 +159,36 @@ class PostgresBackend:
         """Return the database server's clock, in unix ms (one round trip)."""
         return self.transact_cursor(_server_ms, what="reading the server's clock", repeatable=True)
 
+    def note_tick(self, host: str, host_ms: int) -> int:
+        """Note `host`'s tick (and its clock's offset) in duequeue_meta; return the server's
+        clock. One statement in autocommit: the round trip that reading the clock costs."""
+        self._check_cut("noting the tick")
+        args = {"name": HOST_PREFIX + host, "host_ms": host_ms}
+        try:
+            row = self.conn.execute(_NOTE_TICK, args).fetchone()
+        except psycopg.Error:
+            # A dropped link: the careful path reconnects once and tries again.
+            row = self.transact_cursor(
+                lambda cur: cur.execute(_NOTE_TICK, args).fetchone(),
+                what="noting the tick",
+                repeatable=True,
+            )
+        assert row is not None
+        return int(row[0])
+
+    def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
+        """Return the hosts that ticked in the last day, the latest first."""
+        found = []
+        for name, value in run(
+            "SELECT name, value FROM duequeue_meta WHERE left(name, 5) = 'host:'", {}
+        ):
+            at, _, offset = str(value).partition(" ")
+            with contextlib.suppress(ValueError):
+                tick = HostTick(str(name).removeprefix(HOST_PREFIX), int(at), int(offset))
+                if tick.at > now - DAY_MS:
+                    found.append(tick)
+        return tuple(sorted(found, key=lambda h: (-h.at, h.host)))
+
     def _once(self, work: Callable[[Cursor], T]) -> T:
         with self.conn.transaction(), self.conn.cursor() as cur:
             return work(cur)
@@ -219,7 +249,10 @@ class PostgresBackend:
         """Check the version marker in one round trip: what every command pays on open."""
         try:
             with self.conn.cursor() as cur:
-                cur.execute("SELECT name, value FROM duequeue_meta")
+                cur.execute(
+                    "SELECT name, value FROM duequeue_meta "
+                    "WHERE name IN ('application', 'schema_version')"
+                )
                 meta = dict(cur.fetchall())
         except psycopg.errors.UndefinedTable:
             return False  # a fresh or foreign database: the careful path decides
@@ -325,6 +358,17 @@ def _schema_state(cur: Cursor) -> tuple[str, int] | None:
         return str(meta.get("application", "")), int(meta.get("schema_version", 0))
     except ValueError:
         return "", 0
+
+
+# One row per host in duequeue_meta, "host:<name>" -> "<last tick, server ms> <offset ms>": a
+# host's row is written by its own ticks only, so hosts never wait on each other for it.
+HOST_PREFIX = "host:"
+DAY_MS = 86_400_000
+_NOTE_TICK = """WITH t AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
+    INSERT INTO duequeue_meta (name, value)
+    SELECT %(name)s, t.ms || ' ' || (%(host_ms)s - t.ms) FROM t
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value
+    RETURNING split_part(value, ' ', 1)::bigint"""
 
 
 def _server_ms(cur: Cursor) -> int:
