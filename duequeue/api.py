@@ -217,7 +217,7 @@ class Queue:
         if limit is not None:
             _positive(limit, "limit")
         store = self._open()
-        now, clock = _queue_clock(store, self.settings.clock)
+        now, clock = _queue_clock(store, self.settings)
         try:
             summary = service.run_tick(store, self.settings, now, clock, limit)
         except DatabaseLostError as exc:
@@ -251,7 +251,7 @@ class Queue:
         def one_tick() -> str | None:
             store = self._open_new()
             try:
-                now, clock = _queue_clock(store, self.settings.clock)
+                now, clock = _queue_clock(store, self.settings)
                 summary = service.run_tick(store, self.settings, now, clock, limit)
             finally:
                 store.close()
@@ -449,7 +449,7 @@ def _now() -> datetime:
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
-def _queue_clock(store: Store, which: str) -> tuple[datetime, Callable[[], int]]:
+def _queue_clock(store: Store, settings: Settings) -> tuple[datetime, Callable[[], int]]:
     """Return the instant a tick judges what is due by, and the clock it stamps sends with.
 
     On a shared database (PostgreSQL) both are the database server's, read once a tick (one
@@ -458,10 +458,10 @@ def _queue_clock(store: Store, which: str) -> tuple[datetime, Callable[[], int]]
     On SQLite (one host), or with the `clock` setting `host`, they are this host's own.
     """
     now = _now()
-    if which == "host":
+    if settings.clock == "host":
         return now, _clock_ms
     host_ms = to_ms(now)
-    server = store.note_tick(os.uname().nodename, host_ms)
+    server = store.note_tick(settings.host or os.uname().nodename, host_ms)
     if server is None:
         return now, _clock_ms
     offset = server - host_ms

@@ -48,6 +48,9 @@ class Settings:
     # Whose clock a tick on a shared database judges what is due and when a lease ends by:
     # "database" (the server's, read once a tick) or "host" (this host's, as on SQLite).
     clock: str = "database"
+    # The name this host's ticks are noted under on a shared database (`stats`); "" means the
+    # machine's host name.
+    host: str = ""
     # The values of those channels' own settings, by name (not a setting itself).
     extra: Mapping[str, Any] = field(default_factory=dict)
 

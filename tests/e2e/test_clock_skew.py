@@ -125,14 +125,15 @@ def test_doctor_says_how_far_the_hosts_clock_is_from_the_servers(pg_url: str) ->
     assert done.returncode == 1
 
 
-def test_stats_names_the_hosts_that_ticked_and_their_clocks(
-    pg_url: str, store: PostgresStore
-) -> None:
-    tick_json(BEHIND, pg_url)
+def test_stats_names_the_hosts_that_ticked_and_their_clocks(pg_url: str) -> None:
+    for offset, name in ((BEHIND, "h-behind"), (AHEAD, "h-ahead")):
+        done = run_skewed(offset, pg_url, "tick", env={"DUEQUEUE_HOST": name})
+        assert done.returncode == 0, done.stderr
     done = run_skewed("+0s", pg_url, "stats", "--json")
     assert done.returncode == 0, done.stderr
-    hosts = json.loads(done.stdout)["hosts"]
-    assert len(hosts) == 1  # one machine: every host here has its name
-    assert -130 < hosts[0]["clock_offset_s"] < -110
+    hosts = {h["host"]: h for h in json.loads(done.stdout)["hosts"]}
+    assert set(hosts) == {"h-behind", "h-ahead"}
+    assert -130 < hosts["h-behind"]["clock_offset_s"] < -110
+    assert 110 < hosts["h-ahead"]["clock_offset_s"] < 130
     text = run_skewed("+0s", pg_url, "stats").stdout
-    assert "hosts ticking, last day: " in text and "(clock -1" in text
+    assert "hosts ticking, last day: h-ahead " in text and "(clock -1" in text, text
