@@ -212,7 +212,9 @@ class Queue:
     def tick(self, *, limit: int | None = None) -> TickSummary:
         """Deliver what is due now, as `duequeue tick` does; return its summary.
 
-        `limit`: the most rows one claim takes (default the `tick_limit` setting).
+        `limit`: the most rows one claim takes (default the `tick_limit` setting). A tick that
+        lost its database mid-tick raises `duequeue.errors.DatabaseLostError` (a StoreError)
+        whose `summary` counts the sends it could not record (`unrecorded`).
         """
         if limit is not None:
             _positive(limit, "limit")
