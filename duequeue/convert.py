@@ -134,6 +134,9 @@ def tick_summary(s: engine.TickSummary, at: datetime) -> TickSummary:
         max_lateness=None if s.max_lateness_ms is None else s.max_lateness_ms * _MS,
         errors=tuple(s.errors),
         stopped_by=s.stopped_by,
+        unrecorded=s.unrecorded,
+        refused=s.refused,
+        lost=s.lost,
     )
 
 
@@ -162,6 +165,7 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         sent_last_day=s.sent_last_day,
         failed_last_day=s.failed_last_day,
         last_successful_tick=_when(s.last_tick_ok_at),
+        hosts=tuple(results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS) for h in s.hosts),
     )
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "Fire",
     "Fires",
     "History",
+    "HostSeen",
     "ImportResult",
     "Migrated",
     "Outcome",
@@ -216,6 +217,15 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class HostSeen:
+    """A host that ticked a shared (PostgreSQL) queue in the last day."""
+
+    host: str
+    last_tick: datetime  # by the database server's clock
+    clock_offset: timedelta  # the host's clock minus the server's at that tick (ahead: > 0)
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     """Counts of reminders by state, due rows and recent deliveries, taken at one instant."""
 
@@ -238,6 +248,7 @@ class Stats:
     # When a tick last ended without error (its start); None: never. An alert on its age
     # catches ticks that stopped or fail (a broken crontab, an unreadable config file).
     last_successful_tick: datetime | None = None
+    hosts: tuple[HostSeen, ...] = ()  # PostgreSQL: the hosts that ticked in the last day
 
     @property
     def oldest_due_lateness(self) -> timedelta | None:

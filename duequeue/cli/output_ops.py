@@ -13,7 +13,7 @@ from duequeue.cli.report import setting_source
 from duequeue.cli.summary import iso, seconds
 
 if TYPE_CHECKING:
-    from datetime import datetime
+    from datetime import datetime, timedelta
 
     from duequeue.results import Change, ConfigReport, DoctorReport, History, PruneCounts, Stats
 
@@ -194,6 +194,14 @@ def stats_json(s: Stats) -> dict[str, Any]:
         "last_successful_tick": None
         if s.last_successful_tick is None
         else iso(s.last_successful_tick),
+        "hosts": [
+            {
+                "host": h.host,
+                "last_tick": iso(h.last_tick),
+                "clock_offset_s": seconds(h.clock_offset),
+            }
+            for h in s.hosts
+        ],
     }
 
 
@@ -218,8 +226,24 @@ def stats_text(s: Stats) -> str:
                 else f"{iso(s.last_successful_tick)} "
                 f"({seconds(s.at - s.last_successful_tick):.0f}s ago)"
             ),
+            *_hosts_lines(s),
         ]
     )
+
+
+def _hosts_lines(s: Stats) -> list[str]:
+    if not s.hosts:
+        return []
+    seen = [
+        f"{h.host} {_ago(s.at - h.last_tick)} ago (clock {h.clock_offset.total_seconds():+.3f}s)"
+        for h in s.hosts
+    ]
+    return [f"hosts ticking, last day: {', '.join(seen)}"]
+
+
+def _ago(span: timedelta) -> str:
+    secs = max(0, round(span.total_seconds()))
+    return f"{secs}s" if secs < 120 else f"{secs // 60}m" if secs < 7200 else f"{secs // 3600}h"
 
 
 def prune_json(c: PruneCounts) -> dict[str, Any]:

@@ -293,6 +293,16 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class HostTick:
+    """A host that ticks a shared queue: its last tick (the database server's clock) and how far
+    its own clock was from the server's then."""
+
+    host: str
+    at: int
+    offset_ms: int  # the host's clock minus the server's: positive when the host runs ahead
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     """Counts for `stats`, taken at one instant."""
 
@@ -312,6 +322,7 @@ class Stats:
     sent_last_day: int
     failed_last_day: int
     last_tick_ok_at: int | None = None  # when a tick last ended without error; None: never
+    hosts: tuple[HostTick, ...] = ()  # on a shared database: the hosts that ticked in a day
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,6 +512,26 @@ class Store(ABC):
     @abstractmethod
     def health(self) -> list[HealthCheck]:
         """Check the database itself (schema version, integrity, journal mode) for `doctor`."""
+
+    def interrupt(self) -> None:
+        """Cut short a call another thread is waiting in, and fail every later call at once.
+
+        For a tick whose deadline passed while the database does not answer (a link cut in a
+        way no timeout notices). Safe from any thread. A store whose calls are bounded by
+        their own timeouts (SQLite's busy timeout) does nothing.
+        """
+        return None
+
+    def note_tick(self, host: str, host_ms: int) -> int | None:
+        """Note that `host` (whose clock reads `host_ms`) ticks now; return the instant the
+        tick judges what is due by: the database server's clock on a shared database, None
+        where the host's own clock is the queue's (SQLite: one host). One round trip."""
+        return None
+
+    def server_ms(self) -> int | None:
+        """Return the clock that judges what is due on a shared database (its server's, in unix
+        ms), or None where the host's own clock is the queue's (SQLite: one host)."""
+        return None
 
     @abstractmethod
     def close(self) -> None:

@@ -231,6 +231,7 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
             "last_day": {"sent": 1, "failed": 1},
         },
         "last_successful_tick": "2027-01-05T08:00:00.000Z",
+        "hosts": [],  # ticks by the host's clock (conftest) note no host
     }
     # A tick that fails (its settings invalid, as an unreadable config file would) leaves no
     # mark, so the time of the last good one ages and an alert on it fires.
@@ -446,6 +447,8 @@ def test_doctor_logs_in_as_a_delivery_would_and_reports_a_wrong_password(cli: Cl
         base = {"DUEQUEUE_EMAIL_FROM": "r@example.com"}
         good = f"smtp://mailer:right-password@127.0.0.1:{smtp.port}"
         bad = f"smtp://mailer:wrong-password@127.0.0.1:{smtp.port}"
+        # doctor compares this host's clock with a PostgreSQL server's: not a frozen one.
+        cli.now = datetime.now(UTC).replace(microsecond=0)
         ok = cli("doctor", "--json", env={**base, "DUEQUEUE_SMTP_URL": good})
         refused = cli("doctor", "--json", env={**base, "DUEQUEUE_SMTP_URL": bad})
         assert smtp.logins == ["mailer"]
