@@ -1,4 +1,4 @@
--- duequeue schema, version 6 (SQLite). The single source of truth: applied on first use of a
+-- duequeue schema, version 7 (SQLite). The single source of truth: applied on first use of a
 -- database and shipped inside the wheel. Every time is INTEGER unix milliseconds UTC.
 
 -- 'dque': marks the file as ours, so a foreign SQLite database is refused instead of altered.
@@ -101,4 +101,11 @@ CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT 
 -- Version 4: `doctor` finds the notify targets without reading the others.
 CREATE INDEX targets_notify ON targets (address) WHERE channel = 'notify';
 
-PRAGMA user_version = 6;
+-- Version 7: serve's dashboard reads the ledger by time, the rarer states and the open dead
+-- letters off these (migrations/*/0007_dashboard_indexes.sql).
+CREATE INDEX deliveries_at ON deliveries (at, outcome);
+CREATE INDEX reminders_cancelled ON reminders (id) WHERE cancelled_at IS NOT NULL;
+CREATE INDEX reminders_done ON reminders (id) WHERE done_at IS NOT NULL;
+CREATE INDEX dead_letters_open ON dead_letters (reminder_id) WHERE retried_at IS NULL;
+
+PRAGMA user_version = 7;

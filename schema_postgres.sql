@@ -1,4 +1,4 @@
--- duequeue schema, version 6 (PostgreSQL): the counterpart of schema.sql, with the same tables and
+-- duequeue schema, version 7 (PostgreSQL): the counterpart of schema.sql, with the same tables and
 -- columns, so that `duequeue migrate` copies a SQLite database column for column
 -- (tests/test_schema_parity.py compares the two as applied). Applied on first
 -- use into the connection's current schema and shipped inside the wheel. Every time is BIGINT unix
@@ -110,4 +110,11 @@ CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT 
 -- Version 4: `doctor` finds the notify targets without reading the others.
 CREATE INDEX targets_notify ON targets (address) WHERE channel = 'notify';
 
-INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '6');
+-- Version 7: serve's dashboard reads the ledger by time, the rarer states and the open dead
+-- letters off these (migrations/*/0007_dashboard_indexes.sql).
+CREATE INDEX deliveries_at ON deliveries (at, outcome);
+CREATE INDEX reminders_cancelled ON reminders (id) WHERE cancelled_at IS NOT NULL;
+CREATE INDEX reminders_done ON reminders (id) WHERE done_at IS NOT NULL;
+CREATE INDEX dead_letters_open ON dead_letters (reminder_id) WHERE retried_at IS NULL;
+
+INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '7');

@@ -44,6 +44,9 @@ class Settings:
     # Modules that register more channels (channels/registry.py), comma-separated: imported
     # before the settings are read, so that the settings those channels declare are read too.
     channels: str = ""
+    # The token `serve` asks of the API (Bearer) and the dashboard's login; without one, serve
+    # listens on the loopback interface only.
+    web_token: str | None = None
     # The values of those channels' own settings, by name (not a setting itself).
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -344,6 +347,8 @@ def masked(settings: Settings) -> dict[str, Any]:
     for name, value in settings.by_name().items():
         if name == "webhook_secret" and value:
             value = "whsec_****"
+        elif name == "web_token" and value:
+            value = "****"
         elif name in ("smtp_url", "db") and value:
             from duequeue import redact  # lazy: only shown settings need it
 

@@ -8,13 +8,15 @@ databases is the backend's (connections, transactions, errors, health) or its Di
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from duequeue.store import add_sql, claim_sql, commit_sql, ops_sql, reads, retries
+from duequeue.store import add_sql, claim_sql, commit_sql, dashboard_sql, ops_sql, reads, retries
 from duequeue.store import rows as shared
 from duequeue.store.backend import Backend
 from duequeue.store.base import (
+    BrowseState,
     Change,
     Claim,
     Committed,
+    Dashboard,
     DeadLetter,
     DeliveryRecord,
     Fire,
@@ -144,6 +146,24 @@ class SQLStore(Store):
             return ops_sql.stats(run, d, now)
 
         return self._read(work, "stats")
+
+    def dashboard(self, now: int, recent_ms: int) -> Dashboard:
+        d = self.dialect
+
+        def work(run: Run) -> Dashboard:
+            if d.snapshot:
+                run(d.snapshot, {})  # one snapshot, so the counts agree with the charts
+            return dashboard_sql.dashboard(run, d, now, recent_ms)
+
+        return self._read(work, "the overview")
+
+    def browse(
+        self, state: BrowseState, search: str | None, before: int | None, limit: int, now: int
+    ) -> tuple[list[ReminderView], int | None]:
+        return self._read(
+            lambda run: dashboard_sql.browse(run, self.dialect, state, search, before, limit, now),
+            "listing reminders",
+        )
 
     def pending_channels(self) -> set[str]:
         return self._read(lambda run: reads.pending_channels(run, self.dialect), "pending channels")

@@ -1,0 +1,33 @@
+"""`duequeue serve`: flags, then the web package's server (duequeue/web/), over the same Queue
+settings as every other command."""
+
+from typing import Annotated
+
+import typer
+
+from duequeue.api import Queue
+from duequeue.web import server
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on; other than loopback only with DUEQUEUE_WEB_TOKEN set.",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port (0: any free one).")] = 8325,
+    read_only: Annotated[
+        bool,
+        typer.Option("--read-only", help="Serve the dashboard and the read API, no actions."),
+    ] = False,
+) -> None:
+    """Serve the web dashboard and the HTTP API (/api/v1/) until SIGTERM."""
+    root = ctx.find_root().params
+
+    def make() -> Queue:
+        return Queue(root.get("db"), config=root.get("config"), create=False)
+
+    server.serve(make, host, port, read_only=read_only)
