@@ -28,6 +28,7 @@ def serve(
     root = ctx.find_root().params
 
     def make() -> Queue:
-        return Queue(root.get("db"), config=root.get("config"), create=False)
+        # Creates a missing database, as `add` and `worker` do: serve takes adds too.
+        return Queue(root.get("db"), config=root.get("config"), create=True)
 
     server.serve(make, host, port, read_only=read_only)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from duequeue.api import Queue
-from duequeue.errors import BadInputError
+from duequeue.errors import BadInputError, ConfigError
 from duequeue.web.app import make_app
 from duequeue.web.auth import Guard, is_loopback
 from duequeue.web.queues import Queues
@@ -26,7 +26,7 @@ def check(host: str, port: int, token: str | None) -> None:
     if not 0 <= port <= 65535:
         raise BadInputError(f"{port} is not a TCP port (0-65535)", field="port")
     if token is not None and len(token) < MIN_TOKEN:
-        raise BadInputError(
+        raise ConfigError(
             f"at least {MIN_TOKEN} characters (try: openssl rand -hex 32)", field="web_token"
         )
     if token is None and not is_loopback(host):
