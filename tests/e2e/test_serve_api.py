@@ -11,7 +11,7 @@ import pytest
 
 from tests.procs import reap, run_cli
 from tests.servers import HttpSink, Reply
-from tests.stores import Db, is_sqlite
+from tests.stores import Db
 from tests.webserver import Served
 
 TOKEN = "t0ken-for-tests-0123456789"
