@@ -31,7 +31,9 @@ _HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    # Not no-referrer: under it a browser sends `Origin: null` with the dashboard's own forms,
+    # and the Origin is what tells them from another site's.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 _PUBLIC = {"/login", "/static/style.css", "/api/v1/openapi.json"}
@@ -90,7 +92,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         if exc.status >= 400 and _is_api(request):
             response = _problem(exc.status, exc.reason, exc.text or exc.reason)
         elif exc.status >= 400:
-            body = f"<h1>{h(exc.status)} {h(exc.reason)}</h1>"
+            detail = exc.text if exc.text and exc.text != f"{exc.status}: {exc.reason}" else ""
+            body = f'<h1>{h(exc.status)} {h(exc.reason)}</h1><p class="error">{h(detail)}</p>'
             response = web.Response(
                 text=page(exc.reason, body), content_type="text/html", status=exc.status
             )
