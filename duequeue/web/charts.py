@@ -9,6 +9,7 @@ from datetime import datetime
 from html import escape
 
 _W, _H, _PAD = 720, 160, 28
+_END = ' text-anchor="end"'
 
 
 def deliveries(per_minute: Sequence[tuple[datetime, int, int]]) -> str:
@@ -17,15 +18,17 @@ def deliveries(per_minute: Sequence[tuple[datetime, int, int]]) -> str:
     peak = max((s + f for _, s, f in per_minute), default=0)
     top = peak or 1
     step = _W / n
+    # A minute is half a unit wide: one busy minute alone would be a hairline.
+    w = max(step, 2.0)
     sent, failed = [], []
     for i, (_, s, f) in enumerate(per_minute):
-        x = i * step
+        x = min(i * step, _W - w)
         hs, hf = _height(s, top), _height(f, top)
         if f:
-            failed.append(f"M{x:.1f} {_H - hf:.1f}h{step:.2f}V{_H}h{-step:.2f}Z")
+            failed.append(f"M{x:.1f} {_H - hf:.1f}h{w:.2f}V{_H}h{-w:.2f}Z")
         if s:
             y = _H - hf - hs
-            sent.append(f"M{x:.1f} {y:.1f}h{step:.2f}V{_H - hf:.1f}h{-step:.2f}Z")
+            sent.append(f"M{x:.1f} {y:.1f}h{w:.2f}V{_H - hf:.1f}h{-w:.2f}Z")
     total_s = sum(s for _, s, _f in per_minute)
     total_f = sum(f for _, _s, f in per_minute)
     labels = [(0, per_minute[0][0]), (n // 2, per_minute[n // 2][0]), (n - 1, per_minute[-1][0])]
@@ -75,8 +78,11 @@ def _frame(
     ticks: list[tuple[float, str]],
     legend: tuple[tuple[str, str], ...],
 ) -> str:
+    # The last label ends at the right edge instead of running past it.
     labels = "".join(
-        f'<text x="{x:.0f}" y="{_H + 16}" class="tick">{escape(text)}</text>' for x, text in ticks
+        f'<text x="{x:.0f}" y="{_H + 16}" class="tick"{_END if x >= _W - 40 else ""}>'
+        f"{escape(text)}</text>"
+        for x, text in ticks
     )
     keys = "".join(
         f'<rect x="{_W - 140 + i * 70}" y="-18" width="10" height="10" class="{cls}"/>'

@@ -19,6 +19,7 @@ h1{font-size:1.35em;margin:.3em 0 .7em}h2{font-size:1.1em;margin:1.3em 0 .5em}
 table{border-collapse:collapse;background:#fff;width:100%;margin-bottom:1em}
 th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #e3e6ea;vertical-align:top}
 th{background:#eef1f4;font-weight:600}
+table.facts{max-width:780px}table.facts th{width:45%;background:#fff;font-weight:400;color:#5b6670}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .cards{display:flex;flex-wrap:wrap;gap:.7em;margin-bottom:1em}
 .card{background:#fff;border:1px solid #e3e6ea;border-radius:6px;padding:.6em .9em;min-width:9.5em}
@@ -118,6 +119,12 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], empty: str = "n
         return f'<p class="muted">{h(empty)}</p>'
     head = "".join(f"<th>{h(x)}</th>" for x in headers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def facts(rows: Iterable[tuple[str, str]]) -> str:
+    """Return a two-column table of names (text) and values (already HTML), no header."""
+    body = "".join(f'<tr><th scope="row">{h(k)}</th><td>{v}</td></tr>' for k, v in rows)
+    return f'<table class="facts"><tbody>{body}</tbody></table>'
 
 
 def state(name: str) -> str:

@@ -11,7 +11,7 @@ from duequeue.errors import BadInputError, NotFoundError
 from duequeue.results import Change, History, Overview, Page, Reminder, Target
 from duequeue.web import charts
 from duequeue.web.auth import LOGIN_COOKIE, SESSION_COOKIE, set_cookie
-from duequeue.web.html import h, page, post_button, span, state, table, url, when
+from duequeue.web.html import facts, h, page, post_button, span, state, table, url, when
 from duequeue.web.keys import GUARD, QUEUES, parse_id
 
 STATES = ("all", "pending", "due", "retrying", "dead", "done", "cancelled")
@@ -100,19 +100,18 @@ def render_overview(o: Overview) -> str:
         + "</div>"
         for label, n, link, bad in cards
     )
-    facts = table(
-        ["", ""],
+    shown = facts(
         [
-            ["max lateness of the last ticks (first attempts, 15 min)", h(span(o.max_lateness))],
-            ["oldest due row waiting", h(span(s.oldest_due_lateness))],
-            ["sent / failed, last hour", f"{s.sent_last_hour} / {s.failed_last_hour}"],
-            ["sent / failed, last 24 h", f"{s.sent_last_day} / {s.failed_last_day}"],
-            ["rows a tick holds now", str(s.leased)],
-            ["as of", h(when(s.at))],
-        ],
+            ("max lateness of the last ticks (first attempts, 15 min)", h(span(o.max_lateness))),
+            ("oldest due row waiting", h(span(s.oldest_due_lateness))),
+            ("sent / failed, last hour", f"{s.sent_last_hour} / {s.failed_last_hour}"),
+            ("sent / failed, last 24 h", f"{s.sent_last_day} / {s.failed_last_day}"),
+            ("rows a tick holds now", str(s.leased)),
+            ("as of", h(when(s.at))),
+        ]
     )
     return (
-        f'<h1>Overview</h1><div class="cards">{html_cards}</div>{facts}'
+        f'<h1>Overview</h1><div class="cards">{html_cards}</div>{shown}'
         f"{charts.deliveries(o.per_minute)}{charts.due(o.per_hour)}"
         '<p class="muted">This page refreshes itself every 30 seconds.</p>'
     )
@@ -246,18 +245,17 @@ def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> s
             actions.append(f'<a class="button danger" href="/reminders/{r.id}/cancel">Cancel…</a>')
         if any(t.disabled_at is not None for t in r.targets):
             actions.append(f'<a class="button" href="/reminders/{r.id}/enable">Enable targets…</a>')
-    facts = table(
-        ["", ""],
+    about = facts(
         [
-            ["subject", h(r.subject)],
-            ["key", h(r.key)],
-            ["state", state(r.state)],
-            ["rule", h(rule)],
-            ["zone", h(r.tz)],
-            ["next fire", h(when(r.next_fire_at))],
-            ["errors on the pending fire", f"{r.error_count} {h(r.last_error or '')}"],
-            ["created", h(when(r.created_at))],
-        ],
+            ("subject", h(r.subject)),
+            ("key", h(r.key)),
+            ("state", state(r.state)),
+            ("rule", h(rule)),
+            ("zone", h(r.tz)),
+            ("next fire", h(when(r.next_fire_at))),
+            ("errors on the pending fire", f"{r.error_count} {h(r.last_error or '')}"),
+            ("created", h(when(r.created_at))),
+        ]
     )
     next_rows = [[h(f.local.isoformat()), h(when(f.at))] for f in fires.fires]
     targets = [
@@ -297,7 +295,7 @@ def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> s
     ]
     del csrf  # the actions confirm on a page of their own, which carries the token
     return (
-        f"<h1>Reminder {r.id}: {h(r.subject)}</h1><p>{' '.join(actions)}</p>{facts}"
+        f"<h1>Reminder {r.id}: {h(r.subject)}</h1><p>{' '.join(actions)}</p>{about}"
         f"<h2>Next fires</h2>{table([f'in {r.tz}', 'UTC'], next_rows, 'no more fires')}"
         f"<h2>Targets</h2>{table(['channel', 'address', 'state', 'own secret'], targets)}"
         "<h2>Dead letters</h2>"
