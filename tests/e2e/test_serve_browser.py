@@ -29,6 +29,7 @@ MANY = 10_000
 SHOTS = ROOT / "docs" / "img"
 # Read at import: the autouse isolated_env fixture removes DUEQUEUE_* variables from each test.
 KEEP_SHOTS = os.environ.get("DUEQUEUE_SCREENSHOTS") == "1"
+IN_CI = bool(os.environ.get("CI") or os.environ.get("DUEQUEUE_TEST_PG_REQUIRED"))
 
 if TYPE_CHECKING := False:
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -42,8 +43,9 @@ def _browser_or_skip() -> None:
         missing.append("selenium (pip)")
     if not missing:
         return
-    why = f"{', '.join(missing)} missing: apt-get install chromium chromium-driver; pip install selenium"
-    if os.environ.get("CI") or os.environ.get("DUEQUEUE_TEST_PG_REQUIRED"):
+    why = f"{', '.join(missing)} missing: apt-get install chromium chromium-driver; pip install"
+    why += " selenium"
+    if IN_CI:
         pytest.fail(why)
     pytest.skip(why)
 
