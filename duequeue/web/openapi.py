@@ -213,7 +213,11 @@ def document(read_only: bool) -> dict[str, Any]:
                 "parameters": [
                     {"name": "state", "in": "query", "schema": {"enum": _STATES}},
                     {"name": "search", "in": "query", "schema": {"type": "string"}},
-                    {"name": "before", "in": "query", "schema": {"type": "integer", "minimum": 1}},
+                    {
+                        "name": "before",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+                    },
                     {
                         "name": "limit",
                         "in": "query",
