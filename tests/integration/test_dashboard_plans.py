@@ -1,6 +1,6 @@
 """Every query of serve's dashboard (store/dashboard_sql.py) is index-driven, on SQLite (EXPLAIN
-QUERY PLAN) and on PostgreSQL (EXPLAIN), over 10^5 reminders, their targets, 10^5 ledger rows over a month
-and 10^4 open dead letters: the overview's lateness and two charts, and the list in every state,
+QUERY PLAN) and on PostgreSQL (EXPLAIN), over 10^5 reminders, their targets, 10^5 ledger rows
+over a month and 10^4 open dead letters: the overview's lateness and two charts, and the list in every state,
 with and without a search, first page and a later one. A scan of a growing table would make a
 page's cost grow with the queue.
 
@@ -34,15 +34,18 @@ FROM g;
 INSERT INTO targets (id, reminder_id, channel, address)
 SELECT x, x, 'webhook', 'https://hooks.example.com/' || x FROM g;
 INSERT INTO deliveries (reminder_id, target_id, fire_at, outcome, error, attempt, at)
-SELECT x, x, {NOW} - x * CAST(25000 AS BIGINT), CASE WHEN x % 7 = 0 THEN 'failed' ELSE 'sent' END, NULL,
+SELECT x, x, {NOW} - x * CAST(25000 AS BIGINT),
+       CASE WHEN x % 7 = 0 THEN 'failed' ELSE 'sent' END, NULL,
        1 + x % 2, {NOW} - x * CAST(25000 AS BIGINT) + 500
 FROM g;
 INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at, retried_at)
 SELECT x, {NOW} - 5000, 3, 'boom', {NOW} - 4000, CASE WHEN x % 20 = 0 THEN {NOW} END
 FROM g WHERE x % 10 = 3;
 """
-_SQLITE_FILL = (f"CREATE TEMP TABLE g AS WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL "
-                f"SELECT x + 1 FROM s WHERE x < {N}) SELECT x FROM s;" + _ROWS + "ANALYZE;")  # fmt: skip
+_SQLITE_FILL = (
+    "CREATE TEMP TABLE g AS WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL "
+    f"SELECT x + 1 FROM s WHERE x < {N}) SELECT x FROM s;" + _ROWS + "ANALYZE;"
+)
 _PG_FILL = (f"CREATE TEMP TABLE g AS SELECT x FROM generate_series(1, {N}) x;" + _ROWS
             + "ANALYZE;")  # fmt: skip
 
