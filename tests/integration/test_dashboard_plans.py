@@ -1,8 +1,8 @@
 """Every query of serve's dashboard (store/dashboard_sql.py) is index-driven, on SQLite (EXPLAIN
 QUERY PLAN) and on PostgreSQL (EXPLAIN), over 10^5 reminders, their targets, 10^5 ledger rows
 over a month and 10^4 open dead letters: the overview's lateness and two charts, and the list
-in every state, with and without a search, first page and a later one. A scan of a growing table would make a
-page's cost grow with the queue.
+in every state, with and without a search, first page and a later one. A scan of a growing
+table would make a page's cost grow with the queue.
 
 The overview's counts by state are `stats`' (ops_sql.stats), which counts the whole table by
 design; benchmarks/serve_pages.py measures the overview with them at 10^6 reminders.
