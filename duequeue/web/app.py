@@ -4,6 +4,7 @@ without a token, the headers that keep the page to this server (Content-Security
 DuequeueError as a 4xx naming the field (problem+json for the API, a page for the dashboard)."""
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -76,6 +77,7 @@ def _status(exc: DuequeueError) -> tuple[int, str]:
 
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    started = time.perf_counter()
     try:
         response = await handler(request)
     except DuequeueError as exc:
@@ -111,6 +113,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
                 text=page("Error", "<h1>Internal error</h1>"), content_type="text/html", status=500
             )
     response.headers.update(_HEADERS)
+    # How long the server took (benchmarks/serve_pages.py reads it; a browser shows it).
+    response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
     return response
 
 
