@@ -15,10 +15,13 @@ def serve(
         str,
         typer.Option(
             "--host",
+            metavar="ADDR",
             help="Address to listen on; other than loopback only with DUEQUEUE_WEB_TOKEN set.",
         ),
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port (0: any free one).")] = 8325,
+    port: Annotated[
+        int, typer.Option("--port", metavar="N", help="TCP port (0: any free one).")
+    ] = 8325,
     read_only: Annotated[
         bool,
         typer.Option("--read-only", help="Serve the dashboard and the read API, no actions."),
