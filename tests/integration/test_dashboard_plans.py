@@ -1,11 +1,11 @@
 """Every query of serve's dashboard (store/dashboard_sql.py) is index-driven, on SQLite (EXPLAIN
 QUERY PLAN) and on PostgreSQL (EXPLAIN), over 10^5 reminders, their targets, 10^5 ledger rows
-over a month and 10^4 open dead letters: the overview's lateness and two charts, and the list
-in every state, with and without a search, first page and a later one. A scan of a growing
-table would make a page's cost grow with the queue.
+over a month and 10^4 dead letters (500 open): the overview's lateness and two charts, and the
+list in every state, with and without a search, first page and a later one. A scan of a
+growing table would make a page's cost grow with the queue.
 
-The overview's counts by state are `stats`' (ops_sql.stats), which counts the whole table by
-design; benchmarks/serve_pages.py measures the overview with them at 10^6 reminders.
+The overview's counts by state are `stats`' (ops_sql.stats): a count per state off that state's
+index on SQLite; benchmarks/serve_pages.py measures the overview with them at 10^6 reminders.
 """
 
 import re
@@ -39,7 +39,7 @@ SELECT x, x, {NOW} - x * CAST(25000 AS BIGINT),
        1 + x % 2, {NOW} - x * CAST(25000 AS BIGINT) + 500
 FROM g;
 INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at, retried_at)
-SELECT x, {NOW} - 5000, 3, 'boom', {NOW} - 4000, CASE WHEN x % 20 = 0 THEN {NOW} END
+SELECT x, {NOW} - 5000, 3, 'boom', {NOW} - 4000, CASE WHEN x % 200 != 3 THEN {NOW} END
 FROM g WHERE x % 10 = 3;
 """
 _SQLITE_FILL = (
@@ -108,6 +108,7 @@ def test_every_dashboard_query_is_index_driven(db: Db, open_store: Callable[[], 
             before = Explaining(run, _sqlite_plan if sqlite else _pg_plan)
             ops_sql.stats(before, d, NOW)
             stats_sql.update(sql for sql, _ in before.plans)
+            explaining.plans += before.plans
             dashboard_sql.dashboard(explaining, d, NOW, 15 * 60_000)
             for state in ("all", "pending", "due", "retrying", "dead", "done", "cancelled"):
                 for search in (None, "invoice 12"):
@@ -118,7 +119,9 @@ def test_every_dashboard_query_is_index_driven(db: Db, open_store: Callable[[], 
         plans = store.backend.transact(reads, what="explain", write=False)
     finally:
         store.close()
-    checked = [(sql, plan) for sql, plan in plans if sql not in stats_sql]
+    # stats' counts are index-driven on SQLite; PostgreSQL may rightly prefer one pass over the
+    # table to counting most of its rows off an index whose visibility map is not set yet.
+    checked = [(sql, plan) for sql, plan in plans if sqlite or sql not in stats_sql]
     assert len(checked) > 40
     bad = [(sql, _scans(plan, sqlite)) for sql, plan in checked if _scans(plan, sqlite)]
     shown = [(" ".join(sql.split())[:150], scans) for sql, scans in bad]
