@@ -3,6 +3,8 @@ HTTP client (aiohttp's), on SQLite and PostgreSQL. Adds, reads, the actions with
 results, errors as problem+json naming the field, the token, the loopback-only default,
 --read-only, SIGTERM."""
 
+import html
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -269,3 +271,43 @@ def test_a_tick_delivers_while_pages_load_in_a_loop(db: Db, http: HttpSink) -> N
     assert "sent 20" in tick.stdout, tick.stdout
     assert len(http.requests) == 20
     assert loads[0] > 0
+
+
+@pytest.mark.sqlite_only
+def test_no_secret_reaches_a_page_or_an_answer(db: Db) -> None:
+    secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    with Served(db, env={"DUEQUEUE_WEBHOOK_SECRET": secret}) as s:
+        added = s.fetch("POST", "/api/v1/reminders", json_body={
+            "at": "+1h", "webhooks": ["https://hooks.example.com/a"], "webhook_secret": secret,
+            "notify": ["tgram://123456789:ABCdefGHIjklMNOpqrSTUvwxYZ/987654"],
+        })  # fmt: skip
+        assert added.status == 201, added.text
+        rid = added.json()["id"]
+        shown = [s.fetch("GET", p).text for p in (f"/api/v1/reminders/{rid}",
+                 f"/api/v1/reminders/{rid}/history", "/api/v1/reminders", f"/reminders/{rid}",
+                 "/reminders", "/", "/metrics")]  # fmt: skip
+        inspect = run_cli(_db(db), "--db", str(db), "inspect", "--pending", "--json").stdout
+    masked = json.loads(inspect)[0]["targets"][1]["address"]
+    assert "ABCdefGHIjklMNOpqrSTUvwxYZ" not in masked
+    for text in shown:
+        assert "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" not in text
+        assert "ABCdefGHIjklMNOpqrSTUvwxYZ" not in text
+    assert masked in shown[0] and html.escape(masked) in shown[3]  # as inspect masks it
+
+
+def test_retry_all_on_a_filtered_list_of_dead_letters(db: Db, http: HttpSink) -> None:
+    http.respond("/gone", Reply(400))
+    for subject in ("Renew cert", "Renew domain", "Pay rent"):
+        run_cli(_db(db), "--db", str(db), "add", "--at", "now", "--webhook", http.url("/gone"),
+                "--subject", subject)  # fmt: skip
+    run_cli(_db(db), "--db", str(db), "tick")
+    with Served(db) as s:
+        listed = s.fetch("GET", "/reminders?state=dead&search=renew")
+        assert "/retry-all?search=renew" in listed.text
+        jar = {"dq_session": listed.cookies["dq_session"].value}
+        confirm = s.fetch("GET", "/retry-all?search=renew", cookies=jar).text
+        csrf = confirm.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        done = s.fetch("POST", "/retry-all", data={"csrf": csrf, "search": "renew"}, cookies=jar)
+        assert done.status == 200 and "2 of 2 changed" in done.text
+        left = s.fetch("GET", "/api/v1/reminders?state=dead").json()["reminders"]
+        assert [r["subject"] for r in left] == ["Pay rent"]
