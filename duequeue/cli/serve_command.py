@@ -6,7 +6,6 @@ from typing import Annotated
 import typer
 
 from duequeue.api import Queue
-from duequeue.web import server
 
 
 def serve(
@@ -28,6 +27,10 @@ def serve(
     ] = False,
 ) -> None:
     """Serve the web dashboard and the HTTP API (/api/v1/) until SIGTERM."""
+    # lazy: only serve needs aiohttp's server and the web package; every other command (the app
+    # imports this module) would pay for them.
+    from duequeue.web import server
+
     root = ctx.find_root().params
 
     def make() -> Queue:
