@@ -105,6 +105,16 @@ CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT 
 -- Version 4: `doctor` finds the notify targets without reading the others.
 CREATE INDEX targets_notify ON targets (address) WHERE channel = 'notify';
 
+-- Version 7: serve's dashboard (and stats) read the ledger by time, each state and the open
+-- dead letters off these (migrations/*/0007_dashboard_indexes.sql).
+CREATE INDEX deliveries_at ON deliveries (at, outcome);
+CREATE INDEX reminders_cancelled ON reminders (id) WHERE cancelled_at IS NOT NULL;
+CREATE INDEX reminders_done ON reminders (cancelled_at, id) WHERE done_at IS NOT NULL;
+CREATE INDEX reminders_retrying ON reminders (id)
+    WHERE error_count > 0 AND next_fire_at IS NOT NULL;
+CREATE INDEX dead_letters_open ON dead_letters (reminder_id) WHERE retried_at IS NULL;
+
+
 -- Version 9. What `reschedule` and `edit` changed, one line each, for `history`.
 CREATE TABLE reminder_changes (
     id          INTEGER PRIMARY KEY,

@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from duequeue import convert, service
 from duequeue.config import Settings, load_settings, load_settings_traced
 from duequeue.errors import BadInputError, DatabaseLostError, DuequeueError
 from duequeue.lazy import LazyModule
 from duequeue.store import open_store, safe_url
-from duequeue.store.base import Store
+from duequeue.store.base import BrowseState, Store
 from duequeue.tick_summary import TickSummary
 from duequeue.timefmt import from_ms, parse_duration, to_ms
 
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
         ImportResult,
         Initialized,
         Migrated,
+        Overview,
+        Page,
         Preview,
         PruneCounts,
         Reminder,
@@ -66,6 +68,7 @@ else:
     zones = LazyModule("duequeue.schedule.zones")
 
 _VIEWS = ("dead", "due", "pending", "all")
+_BROWSE: tuple[BrowseState, ...] = get_args(BrowseState)
 
 
 class Queue:
@@ -335,6 +338,37 @@ class Queue:
         if prometheus is not None:
             metrics.write_atomically(Path(prometheus), metrics.prometheus_text(found))
         return found
+
+    def overview(self) -> Overview:
+        """Return what serve's dashboard shows first: `stats`, the latest first attempt of the
+        last 15 minutes' deliveries, deliveries per minute over the last 24 h (sent / failed)
+        and fires due per hour over the next 24 h."""
+        now = _now()
+        return convert.overview(ops.dashboard(self._open(), now), now)
+
+    def browse(
+        self,
+        state: BrowseState = "all",
+        *,
+        search: str | None = None,
+        before: int | None = None,
+        limit: int = 50,
+    ) -> Page:
+        """Return a page of reminders in `state` (`all`, `pending`, `due`, `retrying`, `dead`:
+        with a dead fire awaiting retry, `done`, `cancelled`), newest first, with ids below
+        `before` (the previous page's `next_before`). `search` matches part of the subject, key
+        or a target address, case-insensitively; `%` and `_` are plain characters."""
+        if state not in _BROWSE:
+            raise BadInputError(f"{state!r} is not one of {', '.join(_BROWSE)}", field="state")
+        if before is not None:
+            _id(before, "before")
+        _positive(limit, "limit")
+        if limit > 1000:
+            raise BadInputError(f"at most 1000, not {limit}", field="limit")
+        if search is not None and len(search) > 255:
+            raise BadInputError("at most 255 characters", field="search")
+        found, cursor = ops.browse(self._open(), state, search or None, before, limit, _now())
+        return convert.page(found, cursor)
 
     # -- changing ----------------------------------------------------------------------------
 

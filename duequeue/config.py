@@ -54,6 +54,9 @@ class Settings:
     # The name this host's ticks are noted under on a shared database (`stats`); "" means the
     # machine's host name.
     host: str = ""
+    # The token `serve` asks of the API (Bearer) and the dashboard's login; without one, serve
+    # listens on the loopback interface only.
+    web_token: str | None = None
     # The values of those channels' own settings, by name (not a setting itself).
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -364,7 +367,7 @@ def masked(settings: Settings) -> dict[str, Any]:
     for name, value in settings.by_name().items():
         if name == "webhook_secret" and value:
             value = "whsec_****"
-        elif name == "smtp_password" and value:
+        elif name in ("smtp_password", "web_token") and value:
             value = "****"
         elif name in ("smtp_url", "db") and value:
             from duequeue import redact  # lazy: only shown settings need it

@@ -169,6 +169,27 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
     )
 
 
+def overview(o: store.Dashboard, at: datetime) -> results.Overview:
+    """Return serve's overview at `at`: per-minute counts every minute of the last day and
+    per-hour counts every hour of the next, zeros included, so a chart has no gaps."""
+    minutes = {m: (sent, failed) for m, sent, failed in o.per_minute}
+    hours = dict(o.per_hour)
+    start = at.replace(second=0, microsecond=0)
+    return results.Overview(
+        stats=stats(o.stats, at),
+        max_lateness=None if o.max_lateness_ms is None else o.max_lateness_ms * _MS,
+        per_minute=tuple(
+            (start - timedelta(minutes=m), *minutes.get(m, (0, 0))) for m in range(1439, -1, -1)
+        ),
+        per_hour=tuple((at + timedelta(hours=h), hours.get(h, 0)) for h in range(24)),
+    )
+
+
+def page(found: Sequence[store.ReminderView], next_before: int | None) -> results.Page:
+    """Return one page of `browse`."""
+    return results.Page(tuple(reminder(v) for v in found), next_before)
+
+
 def prune_counts(c: store.PruneCounts, before: datetime, dry_run: bool) -> results.PruneCounts:
     """Return what `prune` removed (or would, on a dry run) of what finished before `before`."""
     return results.PruneCounts(

@@ -7,7 +7,9 @@ from typing import NamedTuple
 
 from duequeue.errors import NotFoundError
 from duequeue.store.base import (
+    BrowseState,
     Change,
+    Dashboard,
     DeadLetter,
     DeliveryRecord,
     NewReminder,
@@ -83,6 +85,27 @@ def retry(store: Store, ids: Sequence[int], all_dead: bool, now: datetime) -> li
 def stats(store: Store, now: datetime) -> Stats:
     """Count reminders by state and recent deliveries."""
     return store.stats(to_ms(now))
+
+
+# The ledger rows whose lateness the overview shows: those of the last ticks.
+RECENT = timedelta(minutes=15)
+
+
+def dashboard(store: Store, now: datetime) -> Dashboard:
+    """Return stats and the overview's charts and lateness (serve)."""
+    return store.dashboard(to_ms(now), int(RECENT.total_seconds() * 1000))
+
+
+def browse(
+    store: Store,
+    state: BrowseState,
+    search: str | None,
+    before: int | None,
+    limit: int,
+    now: datetime,
+) -> tuple[list[ReminderView], int | None]:
+    """Return a page of reminders, newest first, and the next page's cursor (serve)."""
+    return store.browse(state, search, before, limit, to_ms(now))
 
 
 def prune(store: Store, older_than: timedelta, now: datetime, dry_run: bool) -> PruneCounts:

@@ -23,6 +23,8 @@ __all__ = [
     "ImportResult",
     "Migrated",
     "Outcome",
+    "Overview",
+    "Page",
     "Preview",
     "PruneCounts",
     "Reminder",
@@ -254,6 +256,27 @@ class Stats:
     def oldest_due_lateness(self) -> timedelta | None:
         """Return how long the oldest due row has waited for a tick; None when none is due."""
         return None if self.oldest_due_at is None else self.at - self.oldest_due_at
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """What serve's dashboard shows first: stats, how late the last ticks were, two series."""
+
+    stats: Stats
+    # The latest first attempt among the ledger rows of the last 15 minutes; None: none.
+    max_lateness: timedelta | None
+    # Ledger outcomes per minute over the last 24 h, oldest first: (minute start, sent, failed).
+    per_minute: tuple[tuple[datetime, int, int], ...]
+    # Fires due per hour over the next 24 h, soonest first: (hour start, rows).
+    per_hour: tuple[tuple[datetime, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of `Queue.browse`: reminders newest first, and the cursor of the next page."""
+
+    reminders: tuple[Reminder, ...]
+    next_before: int | None  # pass as `before` for the next page; None: this is the last
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The typer app: every command registered here, explicitly, and DuequeueError mapped to one
 line and an exit code in one place (shell.Group.invoke, through context.report)."""
 
-from duequeue.cli import change_commands, commands, operator_commands, shell
+from duequeue.cli import change_commands, commands, operator_commands, serve_command, shell
 
 app = shell.Typer(
     name="duequeue",
@@ -35,3 +35,4 @@ app.command()(operator_commands.prune)
 app.command()(operator_commands.doctor)
 app.command()(operator_commands.worker)
 app.command()(operator_commands.config)
+app.command()(serve_command.serve)

@@ -335,6 +335,22 @@ class PruneCounts:
     dead_letters: int  # retried or moot dead letters of the removed reminders
 
 
+# What the dashboard lists (serve): inspect's states, and the ones only a person browsing asks for.
+BrowseState = Literal["all", "pending", "due", "retrying", "dead", "done", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class Dashboard:
+    """What serve's overview reads beside `stats`, in the same snapshot."""
+
+    stats: Stats
+    max_lateness_ms: int | None  # the latest first attempt, of the last ticks' (ledger) rows
+    # Ledger outcomes by minute over the last day: (minutes ago, sent, failed or refused).
+    per_minute: tuple[tuple[int, int, int], ...]
+    # Fires due by hour over the next day: (hours ahead, rows).
+    per_hour: tuple[tuple[int, int], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class HealthCheck:
     """One check `doctor` runs on the store: ok or a problem, and how to fix it."""
@@ -484,6 +500,19 @@ class Store(ABC):
     @abstractmethod
     def mark_tick(self, now: int) -> None:
         """Record that a tick started at `now` ended without error (kept if a later one is)."""
+
+    @abstractmethod
+    def dashboard(self, now: int, recent_ms: int) -> Dashboard:
+        """Return stats and serve's overview reads at `now`, in one snapshot; the lateness is of
+        first attempts recorded within `recent_ms` of `now`."""
+
+    @abstractmethod
+    def browse(
+        self, state: BrowseState, search: str | None, before: int | None, limit: int, now: int
+    ) -> tuple[list[ReminderView], int | None]:
+        """Return a page of reminders in `state`, newest id first, with ids below `before`
+        (None: from the newest), and the `before` of the next page (None: this is the last).
+        `search` matches part of the subject, key or a target address, case-insensitively."""
 
     @abstractmethod
     def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:

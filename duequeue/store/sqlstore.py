@@ -9,13 +9,24 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from duequeue.store import add_sql, change_sql, claim_sql, commit_sql, ops_sql, reads, retries
+from duequeue.store import (
+    add_sql,
+    change_sql,
+    claim_sql,
+    commit_sql,
+    dashboard_sql,
+    ops_sql,
+    reads,
+    retries,
+)
 from duequeue.store import rows as shared
 from duequeue.store.backend import Backend
 from duequeue.store.base import (
+    BrowseState,
     Change,
     Claim,
     Committed,
+    Dashboard,
     DeadLetter,
     DeliveryRecord,
     Edit,
@@ -179,6 +190,24 @@ class SQLStore(Store):
     def mark_tick(self, now: int) -> None:
         # Repeatable: the mark only ever moves forward.
         self._write(lambda run: ops_sql.mark_tick(run, self.dialect, now), "marking the tick")
+
+    def dashboard(self, now: int, recent_ms: int) -> Dashboard:
+        d = self.dialect
+
+        def work(run: Run) -> Dashboard:
+            if d.snapshot:
+                run(d.snapshot, {})  # one snapshot, so the counts agree with the charts
+            return dashboard_sql.dashboard(run, d, now, recent_ms)
+
+        return self._read(work, "the overview")
+
+    def browse(
+        self, state: BrowseState, search: str | None, before: int | None, limit: int, now: int
+    ) -> tuple[list[ReminderView], int | None]:
+        return self._read(
+            lambda run: dashboard_sql.browse(run, self.dialect, state, search, before, limit, now),
+            "listing reminders",
+        )
 
     def pending_channels(self) -> set[str]:
         return self._read(lambda run: reads.pending_channels(run, self.dialect), "pending channels")

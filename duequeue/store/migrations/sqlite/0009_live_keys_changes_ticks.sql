@@ -42,6 +42,11 @@ CREATE INDEX reminders_due ON reminders (next_fire_at) WHERE next_fire_at IS NOT
 CREATE INDEX reminders_dead ON reminders (dead_at) WHERE dead_at IS NOT NULL;
 CREATE UNIQUE INDEX reminders_live_key ON reminders (key)
     WHERE done_at IS NULL AND cancelled_at IS NULL;
+-- The rebuild dropped version 7's indexes on reminders with the old table: made again.
+CREATE INDEX reminders_cancelled ON reminders (id) WHERE cancelled_at IS NOT NULL;
+CREATE INDEX reminders_done ON reminders (cancelled_at, id) WHERE done_at IS NOT NULL;
+CREATE INDEX reminders_retrying ON reminders (id)
+    WHERE error_count > 0 AND next_fire_at IS NOT NULL;
 
 -- What `reschedule` and `edit` changed, for `history`.
 CREATE TABLE reminder_changes (

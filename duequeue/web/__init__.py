@@ -1,0 +1,1 @@
+"""`duequeue serve`: the dashboard and the HTTP API, one aiohttp server over `duequeue.Queue`."""

@@ -1,0 +1,323 @@
+"""The API's OpenAPI 3.1 document (/api/v1/openapi.json), written as data beside api.py.
+
+tests/e2e/test_serve_schemathesis.py runs schemathesis against it and a live server: no 5xx,
+every response as documented.
+"""
+
+from typing import Any
+
+_S = {"type": "string"}
+_NS = {"type": ["string", "null"]}
+_TIME = {"type": ["string", "null"], "format": "date-time"}
+_INT = {"type": "integer"}
+_STATES = ["all", "pending", "due", "retrying", "dead", "done", "cancelled"]
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required or list(props)}
+
+
+_TARGET = _obj(
+    {
+        "id": _INT,
+        "channel": _S,
+        "address": _S,
+        "disabled_at": _TIME,
+        "has_secret": {"type": "boolean"},
+    }
+)
+_REMINDER = _obj(
+    {
+        "id": _INT,
+        "key": _NS,
+        "subject": _S,
+        "state": {"enum": ["pending", "done", "dead", "cancelled"]},
+        "targets": {"type": "array", "items": _ref("Target")},
+        "rrule": _NS,
+        "cron": _NS,
+        "tz": _S,
+        "fire_at": _TIME,
+        "next_fire_at": _TIME,
+        "error_count": _INT,
+        "last_error": _NS,
+        "last_fired_at": _TIME,
+        "last_sent_at": _TIME,
+        "skipped_fires": _INT,
+        "created_at": {"type": "string", "format": "date-time"},
+        "dead_at": _TIME,
+    }
+)
+_ADD = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "at": {**_S, "description": "ISO 8601, +15m, now, or a local time read in tz"},
+        "tz": {**_S, "description": "IANA zone"},
+        "rrule": _S,
+        "cron": _S,
+        "emails": {"type": "array", "items": _S},
+        "webhooks": {"type": "array", "items": _S},
+        "notify": {"type": "array", "items": _S},
+        "targets": {"type": "array", "items": _obj({"channel": _S, "address": _S})},
+        "webhook_secret": {"oneOf": [_S, {"type": "array", "items": _S}]},
+        "subject": _S,
+        "body": _S,
+        "data": {"description": "any JSON value, passed to webhooks"},
+        "key": {**_S, "description": "idempotency key (or the Idempotency-Key header)"},
+        "misfire_grace": {**_S, "description": "90s, 15m, 1h, 1d"},
+    },
+}
+_CHANGES = _obj(
+    {
+        "changes": {
+            "type": "array",
+            "items": _obj(
+                {
+                    "id": _INT,
+                    "applied": {"type": "boolean"},
+                    "fire_at": _TIME,
+                    "skipped": _NS,
+                }
+            ),
+        }
+    }
+)
+_STATS = _obj(
+    {
+        **{
+            k: _INT
+            for k in (
+                "pending",
+                "done",
+                "dead",
+                "cancelled",
+                "due",
+                "retrying",
+                "leased",
+                "dead_letters",
+                "retrying_targets",
+                "disabled_targets",
+                "sent_last_hour",
+                "failed_last_hour",
+                "sent_last_day",
+                "failed_last_day",
+            )
+        },
+        "at": {"type": "string", "format": "date-time"},
+        "oldest_due_at": _TIME,
+    }
+)
+_HISTORY = _obj(
+    {
+        "reminder": _ref("Reminder"),
+        "attempts": {
+            "type": "array",
+            "items": _obj(
+                {
+                    "at": _TIME,
+                    "fire_at": _TIME,
+                    "target": {"oneOf": [_ref("Target"), {"type": "null"}]},
+                    "outcome": {"enum": ["sent", "failed", "permanent"]},
+                    "error": _NS,
+                    "attempt": _INT,
+                }
+            ),
+        },
+        "dead_letters": {
+            "type": "array",
+            "items": _obj(
+                {
+                    "fire_at": _TIME,
+                    "dead_at": _TIME,
+                    "error_count": _INT,
+                    "last_error": _NS,
+                    "retried_at": _TIME,
+                }
+            ),
+        },
+        "target_retries": {
+            "type": "array",
+            "items": _obj(
+                {
+                    "fire_at": _TIME,
+                    "target": {"oneOf": [_ref("Target"), {"type": "null"}]},
+                    "error_count": _INT,
+                    "last_error": _NS,
+                    "next_try_at": _TIME,
+                }
+            ),
+        },
+    }
+)
+_PROBLEM = {
+    "type": "object",
+    "properties": {
+        "type": _S,
+        "title": _S,
+        "status": _INT,
+        "detail": _S,
+        "field": _S,
+        "fields": {"type": "array", "items": _S},
+    },
+    "required": ["type", "title", "status", "detail"],
+}
+
+
+def _problem(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/problem+json": {"schema": _ref("Problem")}},
+    }
+
+
+def _ok(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_ID = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+}
+_ERRORS = {
+    "400": _problem("Bad input: `field` names it"),
+    "401": _problem("No valid token"),
+    "403": _problem("Refused (read-only, or a foreign Host)"),
+    "404": _problem("No such reminder"),
+    "413": _problem("Body too large"),
+    "503": _problem("The database is busy or unreachable; try again"),
+}
+
+
+def _action(summary: str) -> dict[str, Any]:
+    return {
+        "post": {
+            "summary": summary,
+            "parameters": [_ID],
+            "responses": {"200": _ok(_ref("Changes")), **_ERRORS},
+        }
+    }
+
+
+def document(read_only: bool) -> dict[str, Any]:
+    """Return the OpenAPI document of this server (no write operations with `read_only`)."""
+    paths: dict[str, Any] = {
+        "/api/v1/reminders": {
+            "get": {
+                "summary": "List reminders, newest first (keyset pages)",
+                "parameters": [
+                    {"name": "state", "in": "query", "schema": {"enum": _STATES}},
+                    {"name": "search", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "before",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    },
+                ],
+                "responses": {
+                    "200": _ok(
+                        _obj(
+                            {
+                                "reminders": {"type": "array", "items": _ref("Reminder")},
+                                "next_before": {"type": ["integer", "null"]},
+                            }
+                        )
+                    ),
+                    **_ERRORS,
+                },
+            },
+        },
+        "/api/v1/reminders/{id}": {
+            "get": {
+                "summary": "One reminder and its next 5 fires",
+                "parameters": [_ID],
+                "responses": {
+                    "200": _ok(
+                        {
+                            "allOf": [
+                                _ref("Reminder"),
+                                _obj(
+                                    {
+                                        "next_fires": {
+                                            "type": "array",
+                                            "items": _obj({"local": _S, "utc": _S}),
+                                        }
+                                    }
+                                ),
+                            ]
+                        }
+                    ),
+                    **_ERRORS,
+                },
+            }
+        },
+        "/api/v1/reminders/{id}/history": {
+            "get": {
+                "summary": "Every attempt, dead letter and target retry",
+                "parameters": [_ID],
+                "responses": {"200": _ok(_ref("History")), **_ERRORS},
+            }
+        },
+        "/api/v1/stats": {
+            "get": {
+                "summary": "Counts, as `duequeue stats --json`",
+                "responses": {"200": _ok(_ref("Stats")), **_ERRORS},
+            }
+        },
+    }
+    if not read_only:
+        paths["/api/v1/reminders"]["post"] = {
+            "summary": "Add a reminder (Queue.add's fields)",
+            "parameters": [{"name": "Idempotency-Key", "in": "header", "schema": _S}],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _ref("AddReminder")}},
+            },
+            "responses": {
+                "201": _ok(_ref("Added"), "Added"),
+                "200": _ok(_ref("Added"), "The key existed: nothing added"),
+                **_ERRORS,
+            },
+        }
+        paths["/api/v1/reminders/{id}/retry"] = _action("Re-arm its dead fire (as `retry`)")
+        paths["/api/v1/reminders/{id}/cancel"] = _action("Cancel it (as `cancel`)")
+        paths["/api/v1/reminders/{id}/enable"] = _action("Enable its 410'd targets")
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "duequeue",
+            "version": "1",
+            "description": "The HTTP API of `duequeue serve`.",
+        },
+        "paths": paths,
+        "security": [{"bearer": []}],
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Target": _TARGET,
+                "Reminder": _REMINDER,
+                "AddReminder": _ADD,
+                "Added": _obj(
+                    {
+                        "id": _INT,
+                        "created": {"type": "boolean"},
+                        "notes": {"type": "array", "items": _S},
+                    }
+                ),
+                "Changes": _CHANGES,
+                "Stats": _STATS,
+                "History": _HISTORY,
+                "Problem": _PROBLEM,
+            },
+        },
+    }

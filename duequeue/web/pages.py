@@ -1,0 +1,444 @@
+"""The dashboard's pages: overview, reminders (filtered, searched, paged by key), one reminder,
+the confirmation of each action and its result, login. Each handler makes one Queue call (two
+for a reminder's page: its history and its next fires), then renders html.py's parts."""
+
+from typing import Any
+
+from aiohttp import web
+
+from duequeue.api import Queue
+from duequeue.errors import BadInputError, NotFoundError
+from duequeue.results import Change, History, Overview, Page, Reminder, Target
+from duequeue.web import charts
+from duequeue.web.auth import LOGIN_COOKIE, SESSION_COOKIE, set_cookie
+from duequeue.web.html import facts, h, page, post_button, span, state, table, url, when
+from duequeue.web.keys import GUARD, QUEUES, parse_id
+
+STATES = ("all", "pending", "due", "retrying", "dead", "done", "cancelled")
+PAGE_SIZE = 50
+# "Retry all" re-arms at most this many dead letters in one go (one transaction).
+RETRY_ALL_MAX = 10_000
+ACTIONS = {
+    "retry": (
+        "Retry",
+        "Re-arm the oldest dead fire of reminder {id}: it is due now and goes "
+        "to every target that lacks it.",
+    ),
+    "cancel": ("Cancel", "Cancel reminder {id}: it never fires again."),
+    "enable": (
+        "Enable targets",
+        "Switch back on the targets of reminder {id} that were "
+        "disabled after their endpoint answered 410 Gone.",
+    ),
+}
+
+
+def routes(read_only: bool) -> list[web.RouteDef]:
+    """Return the dashboard's routes; with `read_only`, no actions."""
+    found = [
+        web.get("/", overview),
+        web.get("/reminders", reminders),
+        web.get("/reminders/{id}", reminder),
+        web.get("/login", login_form),
+        web.post("/login", login),
+        web.post("/logout", logout),
+    ]
+    if not read_only:
+        found += [
+            web.get("/reminders/{id}/{action}", confirm),
+            web.post("/reminders/{id}/{action}", act),
+            web.get("/retry-all", confirm_retry_all),
+            web.post("/retry-all", retry_all),
+        ]
+    return found
+
+
+def _csrf(request: web.Request) -> str:
+    return request.app[GUARD].csrf(request[SESSION_COOKIE])
+
+
+def _html(
+    request: web.Request, title: str, body: str, status: int = 200, refresh: int | None = None
+) -> web.Response:
+    guard = request.app[GUARD]
+    text = page(title, body, csrf=_csrf(request), logout=guard.token is not None, refresh=refresh)
+    return web.Response(text=text, content_type="text/html", status=status)
+
+
+# -- overview --------------------------------------------------------------------------------
+
+
+async def overview(request: web.Request) -> web.Response:
+    o = await request.app[QUEUES].call(lambda q: q.overview())
+    return _html(request, "Overview", render_overview(o), refresh=30)
+
+
+def render_overview(o: Overview) -> str:
+    s = o.stats
+    cards = [
+        ("pending", s.pending, "pending", False),
+        (
+            "due now",
+            s.due,
+            "due",
+            s.due > 0
+            and s.oldest_due_lateness is not None
+            and s.oldest_due_lateness.total_seconds() > 120,
+        ),
+        ("retrying", s.retrying, "retrying", False),
+        ("targets retrying on their own", s.retrying_targets, None, False),
+        ("dead letters", s.dead_letters, "dead", s.dead_letters > 0),
+        ("disabled targets (410)", s.disabled_targets, None, s.disabled_targets > 0),
+        ("cancelled", s.cancelled, "cancelled", False),
+        ("done", s.done, "done", False),
+    ]
+    html_cards = "".join(
+        f'<div class="card{" bad" if bad else ""}" id="count-{h(label.split(" ")[0])}">'
+        + (f'<a href="{h(url("/reminders", state=link))}">' if link else "")
+        + f'<div class="n">{n}</div><div class="l">{h(label)}</div>'
+        + ("</a>" if link else "")
+        + "</div>"
+        for label, n, link, bad in cards
+    )
+    shown = facts(
+        [
+            ("max lateness of the last ticks (first attempts, 15 min)", h(span(o.max_lateness))),
+            ("oldest due row waiting", h(span(s.oldest_due_lateness))),
+            ("sent / failed, last hour", f"{s.sent_last_hour} / {s.failed_last_hour}"),
+            ("sent / failed, last 24 h", f"{s.sent_last_day} / {s.failed_last_day}"),
+            ("rows a tick holds now", str(s.leased)),
+            ("as of", h(when(s.at))),
+        ]
+    )
+    return (
+        f'<h1>Overview</h1><div class="cards">{html_cards}</div>{shown}'
+        f"{charts.deliveries(o.per_minute)}{charts.due(o.per_hour)}"
+        '<p class="muted">This page refreshes itself every 30 seconds.</p>'
+    )
+
+
+# -- the list --------------------------------------------------------------------------------
+
+
+async def reminders(request: web.Request) -> web.Response:
+    q = request.query
+    st = q.get("state", "all")
+    if st not in STATES:
+        raise BadInputError(f"{st[:32]!r} is not one of {', '.join(STATES)}", field="state")
+    search = q.get("search", "").strip() or None
+    before = _before(q.get("before"))
+    found: Page = await request.app[QUEUES].call(
+        lambda queue: queue.browse(st, search=search, before=before, limit=PAGE_SIZE)  # type: ignore[arg-type]
+    )
+    body = render_list(found, st, search, before is not None, request.app[GUARD].read_only)
+    title = "Dead letters" if st == "dead" else "Reminders"
+    return _html(request, title, body)
+
+
+def _before(text: str | None) -> int | None:
+    if not text:
+        return None
+    value = parse_id(text, "before")
+    if value is None:
+        raise BadInputError(f"expected a reminder id, not {text[:32]!r}", field="before")
+    return value
+
+
+def render_list(found: Page, st: str, search: str | None, paged: bool, read_only: bool) -> str:
+    options = "".join(
+        f'<option value="{s}"{" selected" if s == st else ""}>{s}</option>' for s in STATES
+    )
+    filters = (
+        '<form class="filters" method="get" action="/reminders">'
+        f'<label>state <select name="state">{options}</select></label>'
+        f'<label>search <input type="search" name="search" value="{h(search)}" '
+        'placeholder="subject, key or target"></label><button type="submit">Filter</button>'
+        "</form>"
+    )
+    rows = [_row(r, st) for r in found.reminders]
+    pager = ['<div class="pager">']
+    if paged:
+        pager.append(f'<a href="{h(url("/reminders", state=st, search=search))}">First page</a>')
+    if found.next_before is not None:
+        nxt = url("/reminders", state=st, search=search, before=found.next_before)
+        pager.append(f'<a id="next-page" href="{h(nxt)}">Next page</a>')
+    pager.append("</div>")
+    retry_all = ""
+    if st == "dead" and found.reminders and not read_only:
+        retry_all = (
+            f'<p><a class="button danger" href="{h(url("/retry-all", search=search))}">'
+            "Retry all dead letters matching this filter…</a></p>"
+        )
+    heading = "Dead letters" if st == "dead" else "Reminders"
+    return (
+        f"<h1>{heading}</h1>{filters}{retry_all}"
+        + table(
+            ["id", "subject", "key", "state", "next fire", "targets", "last error"],
+            rows,
+            "no reminders match",
+        )
+        + "".join(pager)
+    )
+
+
+def _row(r: Reminder, st: str) -> list[str]:
+    shown: str = "dead letter" if st == "dead" else r.state
+    if r.state == "pending" and r.error_count and st != "dead":
+        shown = "retrying"
+    return [
+        f'<a href="/reminders/{r.id}">{r.id}</a>',
+        f'<a href="/reminders/{r.id}">{h(r.subject)}</a>',
+        h(r.key),
+        state(shown if shown != "dead letter" else "dead letter"),
+        h(when(r.next_fire_at)),
+        "<br>".join(h(f"{t.channel}: {t.display}") for t in r.targets),
+        h(r.last_error),
+    ]
+
+
+# -- one reminder ----------------------------------------------------------------------------
+
+
+async def reminder(request: web.Request) -> web.Response:
+    rid = _id(request)
+
+    def work(q: Queue) -> tuple[History, Any]:
+        return q.history(rid), q.next_fires(rid, 5)
+
+    found, fires = await request.app[QUEUES].call(work)
+    body = render_reminder(found, fires, _csrf(request), request.app[GUARD].read_only)
+    return _html(request, f"Reminder {rid}", body)
+
+
+def _id(request: web.Request) -> int:
+    rid = parse_id(request.match_info["id"], "id")
+    if rid is None:
+        raise NotFoundError(f"no reminder with id {request.match_info['id'][:32]}", field="id")
+    return rid
+
+
+def target_state(t: Target, found: History) -> str:
+    """Return how a target stands: disabled by 410, retrying, dead, or its last outcome."""
+    if t.disabled_at is not None:
+        return "disabled (410 Gone)"
+    if any(x.target is not None and x.target.id == t.id for x in found.target_retries):
+        return "retrying"
+    last = [a for a in found.attempts if a.target is not None and a.target.id == t.id]
+    if not last:
+        return "waiting"
+    a = last[-1]
+    dead = {d.fire_at for d in found.dead_letters if d.retried_at is None}
+    if a.outcome != "sent" and a.fire_at in dead:
+        return "dead"
+    return a.outcome
+
+
+def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> str:
+    r = found.reminder
+    rule = f"RRULE {r.rrule}" if r.rrule else f"cron {r.cron}" if r.cron else "once"
+    open_dead = [d for d in found.dead_letters if d.retried_at is None]
+    actions = []
+    if not read_only:
+        if open_dead or r.state == "dead":
+            actions.append(f'<a class="button" href="/reminders/{r.id}/retry">Retry…</a>')
+        if r.state not in ("cancelled", "done"):
+            actions.append(f'<a class="button danger" href="/reminders/{r.id}/cancel">Cancel…</a>')
+        if any(t.disabled_at is not None for t in r.targets):
+            actions.append(f'<a class="button" href="/reminders/{r.id}/enable">Enable targets…</a>')
+    about = facts(
+        [
+            ("subject", h(r.subject)),
+            ("key", h(r.key)),
+            ("state", state(r.state)),
+            ("rule", h(rule)),
+            ("zone", h(r.tz)),
+            ("next fire", h(when(r.next_fire_at))),
+            ("errors on the pending fire", f"{r.error_count} {h(r.last_error or '')}"),
+            ("created", h(when(r.created_at))),
+        ]
+    )
+    next_rows = [[h(f.local.isoformat()), h(when(f.at))] for f in fires.fires]
+    targets = [
+        [h(t.channel), h(t.display), state(target_state(t, found)), "yes" if t.has_secret else ""]
+        for t in r.targets
+    ]
+    attempts = [
+        [
+            h(when(a.at)),
+            h(when(a.fire_at)),
+            h("" if a.target is None else f"{a.target.channel}: {a.target.display}"),
+            state(a.outcome),
+            str(a.attempt),
+            h(a.error),
+        ]
+        for a in found.attempts
+    ]
+    dead = [
+        [
+            h(when(d.fire_at)),
+            h(when(d.dead_at)),
+            str(d.error_count),
+            h(d.last_error),
+            h(when(d.retried_at)) or "awaiting retry",
+        ]
+        for d in found.dead_letters
+    ]
+    retrying = [
+        [
+            h(when(t.fire_at)),
+            h("" if t.target is None else t.target.display),
+            str(t.error_count),
+            h(t.last_error),
+            h(when(t.next_try_at)),
+        ]
+        for t in found.target_retries
+    ]
+    del csrf  # the actions confirm on a page of their own, which carries the token
+    return (
+        f"<h1>Reminder {r.id}: {h(r.subject)}</h1><p>{' '.join(actions)}</p>{about}"
+        f"<h2>Next fires</h2>{table([f'in {r.tz}', 'UTC'], next_rows, 'no more fires')}"
+        f"<h2>Targets</h2>{table(['channel', 'address', 'state', 'own secret'], targets)}"
+        "<h2>Dead letters</h2>"
+        f"{table(['fire', 'dead at', 'errors', 'last error', 'retried'], dead)}"
+        f"<h2>Targets retrying on their own</h2>"
+        f"{table(['fire', 'target', 'errors', 'last error', 'next try'], retrying)}"
+        f"<h2>Attempts ({len(found.attempts)})</h2>"
+        + table(
+            ["at", "fire", "target", "outcome", "attempt", "error"], attempts, "no attempts yet"
+        )
+    )
+
+
+# -- actions ---------------------------------------------------------------------------------
+
+
+def _action(request: web.Request) -> tuple[int, str]:
+    rid, action = _id(request), request.match_info["action"]
+    if action not in ACTIONS:
+        raise web.HTTPNotFound()
+    return rid, action
+
+
+async def confirm(request: web.Request) -> web.Response:
+    rid, action = _action(request)
+    label, text = ACTIONS[action]
+    body = (
+        f"<h1>{h(label)} reminder {rid}?</h1><p>{h(text.format(id=rid))}</p><p>"
+        + post_button(
+            f"/reminders/{rid}/{action}",
+            f"Yes, {label.lower()}",
+            _csrf(request),
+            danger=action == "cancel",
+        )
+        + f' <a class="button secondary" href="/reminders/{rid}">No, go back</a></p>'
+    )
+    return _html(request, f"{label} reminder {rid}", body)
+
+
+async def act(request: web.Request) -> web.Response:
+    rid, action = _action(request)
+    changes: list[Change] = await request.app[QUEUES].call(lambda q: getattr(q, action)(rid))
+    return _html(
+        request,
+        f"{ACTIONS[action][0]}: reminder {rid}",
+        render_changes(ACTIONS[action][0], changes, f"/reminders/{rid}"),
+    )
+
+
+def render_changes(label: str, changes: list[Change], back: str) -> str:
+    rows = [
+        [
+            f'<a href="/reminders/{c.reminder_id}">{c.reminder_id}</a>',
+            state("done") if c.applied else state("skipped"),
+            h(when(c.fire_at)) if c.applied else h(c.skipped),
+        ]
+        for c in changes
+    ]
+    applied = sum(c.applied for c in changes)
+    return (
+        f'<h1>{h(label)}</h1><p class="note" id="result">{applied} of {len(changes)} changed.</p>'
+        + table(["reminder", "result", "detail"], rows, "nothing to do")
+        + f'<p><a class="button secondary" href="{h(back)}">Back</a></p>'
+    )
+
+
+async def confirm_retry_all(request: web.Request) -> web.Response:
+    search = request.query.get("search", "").strip() or None
+    what = "every dead letter" + (f" matching {search!r}" if search else "")
+    back = url("/reminders", state="dead", search=search)
+    body = (
+        f"<h1>Retry {h(what)}?</h1><p>Each reminder's oldest dead fire is re-armed, due now, as "
+        f"<code>duequeue retry</code> does (at most {RETRY_ALL_MAX} reminders).</p><p>"
+        + post_button(
+            "/retry-all",
+            "Yes, retry them all",
+            _csrf(request),
+            {"search": search or ""},
+            danger=True,
+        )
+        + f' <a class="button secondary" href="{h(back)}">No, go back</a></p>'
+    )
+    return _html(request, "Retry all", body)
+
+
+async def retry_all(request: web.Request) -> web.Response:
+    form = await request.post()
+    search = str(form.get("search", "")).strip() or None
+
+    def work(q: Queue) -> list[Change]:
+        if search is None:
+            return q.retry(all_dead=True)  # `duequeue retry --all-dead`
+        ids: list[int] = []
+        before = None
+        while len(ids) < RETRY_ALL_MAX:
+            found = q.browse("dead", search=search, before=before, limit=1000)
+            ids += [r.id for r in found.reminders]
+            before = found.next_before
+            if before is None:
+                break
+        return q.retry(*ids[:RETRY_ALL_MAX]) if ids else []
+
+    changes = await request.app[QUEUES].call(work)
+    back = url("/reminders", state="dead", search=search)
+    return _html(request, "Retry all", render_changes("Retry all", changes, back))
+
+
+# -- login -----------------------------------------------------------------------------------
+
+
+async def login_form(request: web.Request) -> web.Response:
+    return _html(request, "Log in", _login_body(request, None))
+
+
+def _login_body(request: web.Request, error: str | None) -> str:
+    guard = request.app[GUARD]
+    if guard.token is None:
+        return '<h1>Log in</h1><p class="note">No token is set: this server answers this machine only, without a login.</p>'  # noqa: E501
+    shown = f'<p class="error">{h(error)}</p>' if error else ""
+    return (
+        f"<h1>Log in</h1>{shown}"
+        '<form method="post" action="/login"><input type="hidden" name="csrf" '
+        f'value="{h(_csrf(request))}"><label>Token <input type="password" name="token" '
+        'autocomplete="current-password" autofocus></label> <button type="submit">Log in</button>'
+        "</form>"
+    )
+
+
+async def login(request: web.Request) -> web.Response:
+    guard = request.app[GUARD]
+    form = await request.post()
+    if not guard.token_ok(str(form.get("token", ""))):
+        return _html(request, "Log in", _login_body(request, "That is not the token."), 401)
+    response = _see_other("/")
+    set_cookie(response, LOGIN_COOKIE, guard.login_value(), secure=request.secure)
+    return response
+
+
+async def logout(request: web.Request) -> web.Response:
+    response = _see_other("/login")
+    response.del_cookie(LOGIN_COOKIE, path="/")
+    return response
+
+
+def _see_other(location: str) -> web.Response:
+    return web.Response(status=303, headers={"Location": location})

@@ -1,0 +1,70 @@
+"""Queue.overview and Queue.browse, serve's reads, on every store: the counts and charts agree
+with what was delivered and what is due, and the list pages by key through every row once, in
+each state, with a search that takes `%` and `_` literally."""
+
+from datetime import timedelta
+
+import pytest
+
+from duequeue import Queue
+from duequeue.errors import BadInputError
+from tests.servers import HttpSink, Reply
+from tests.stores import Db
+
+
+def test_overview_counts_what_was_sent_and_what_is_due(db: Db, http: HttpSink) -> None:
+    http.respond("/bad", Reply(400))
+    with Queue(db) as q:
+        q.add(at="now", webhooks=[http.url("/ok")])
+        q.add(at="now", webhooks=[http.url("/bad")])
+        for minutes in (30, 90, 95, 60 * 30):  # the last is beyond the next day
+            q.add(at=timedelta(minutes=minutes), emails=["a@example.com"])
+        q.tick()
+        o = q.overview()
+    assert len(o.per_minute) == 1440 and len(o.per_hour) == 24
+    assert sum(s for _, s, _f in o.per_minute) == 1
+    assert sum(f for _, _s, f in o.per_minute) == 1
+    assert [c for _, c in o.per_hour][:2] == [1, 2]
+    assert sum(c for _, c in o.per_hour) == 3
+    assert o.per_minute[-1][0] <= o.stats.at < o.per_minute[-1][0] + timedelta(minutes=1)
+    assert o.max_lateness is not None and o.max_lateness >= timedelta(0)
+    assert (o.stats.pending, o.stats.dead_letters, o.stats.done) == (4, 1, 1)
+
+
+def test_browse_pages_through_every_row_once_in_each_state(db: Db) -> None:
+    with Queue(db) as q:
+        lines = [
+            f'{{"at": "+1h", "emails": ["u{i}@example.com"], "subject": "Bill {i}", "key": "k{i}"}}'
+            for i in range(120)
+        ]
+        q.import_lines(lines)
+        q.cancel(*range(1, 121, 10))
+        seen, before = [], None
+        while True:
+            page = q.browse("pending", before=before, limit=50)
+            seen += [r.id for r in page.reminders]
+            if page.next_before is None:
+                break
+            before = page.next_before
+        assert seen == sorted(set(range(1, 121)) - set(range(1, 121, 10)), reverse=True)
+        cancelled = q.browse("cancelled", limit=1000)
+        assert [r.id for r in cancelled.reminders] == list(range(111, 0, -10))
+        assert cancelled.next_before is None
+        assert [r.id for r in q.browse(search="BILL 11", limit=1000).reminders] == [
+            *range(120, 110, -1), 12]  # fmt: skip
+        assert [r.id for r in q.browse(search="u7@", limit=5).reminders] == [8]
+        assert [r.id for r in q.browse(search="k11", limit=1000).reminders][-1] == 12
+        assert q.browse(search="Bill%1").reminders == ()  # % is a plain character
+        assert q.browse(search="Bill_1").reminders == ()
+        assert q.browse("dead").reminders == ()
+
+
+@pytest.mark.sqlite_only
+def test_browse_names_a_bad_argument(db: Db) -> None:
+    with Queue(db) as q:
+        for kwargs, field in [({"state": "lost"}, "state"), ({"limit": 0}, "limit"),
+                              ({"limit": 5000}, "limit"), ({"before": "3"}, "before"),
+                              ({"search": "x" * 300}, "search")]:  # fmt: skip
+            with pytest.raises(BadInputError) as exc:
+                q.browse(**kwargs)  # type: ignore[arg-type]
+            assert exc.value.field == field

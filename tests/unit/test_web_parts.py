@@ -1,0 +1,75 @@
+"""serve's small parts: where it may listen, what a Host header names, the charts (SVG that asks
+nothing of anyone, readable as text), every value escaped."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from duequeue.errors import BadInputError, ConfigError
+from duequeue.web import charts, html
+from duequeue.web.auth import Guard, host_name, is_loopback
+from duequeue.web.server import check
+
+T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [("127.0.0.1", True), ("127.8.9.10", True), ("::1", True), ("[::1]", True),
+     ("localhost", True), ("LOCALHOST", True), ("0.0.0.0", False), ("::", False),
+     ("192.168.1.5", False), ("example.com", False), ("localhost.evil.example", False)],
+)  # fmt: skip
+def test_only_loopback_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_a_host_header_is_read_without_its_port() -> None:
+    assert host_name("127.0.0.1:8325") == "127.0.0.1"
+    assert host_name("[::1]:8325") == "[::1]"
+    assert host_name("localhost") == "localhost"
+
+
+def test_serve_refuses_what_it_must_not_run_with() -> None:
+    check("127.0.0.1", 8325, None)
+    check("0.0.0.0", 8325, "x" * 16)
+    with pytest.raises(BadInputError) as exc:
+        check("0.0.0.0", 8325, None)
+    assert exc.value.field == "host" and "DUEQUEUE_WEB_TOKEN" in exc.value.detail
+    with pytest.raises(ConfigError) as short:
+        check("127.0.0.1", 8325, "x" * 15)
+    assert short.value.field == "web_token"
+    with pytest.raises(BadInputError):
+        check("127.0.0.1", 70000, None)
+
+
+def test_tokens_and_csrf_tokens() -> None:
+    guard = Guard("s3cret-token-0123456789")
+    assert guard.token_ok("s3cret-token-0123456789")
+    assert not guard.token_ok("s3cret-token-012345678")
+    assert not Guard(None).token_ok("")
+    assert guard.csrf("a") != guard.csrf("b") and guard.csrf("a") == guard.csrf("a")
+    assert guard.csrf("a") != Guard("s3cret-token-0123456789").csrf("a")  # a key per process
+    assert "s3cret" not in guard.login_value()
+
+
+def test_the_charts_are_self_contained_svg_with_a_text_equivalent() -> None:
+    minutes = tuple((T0 - timedelta(minutes=1439 - i), i % 7, i % 3) for i in range(1440))
+    hours = tuple((T0 + timedelta(hours=h), h * 10) for h in range(24))
+    for svg in (charts.deliveries(minutes), charts.due(hours)):
+        assert svg.startswith("<svg ") and svg.endswith("</svg>")
+        assert "href" not in svg and "<script" not in svg and "url(" not in svg
+        assert "<title>" in svg and "<desc>" in svg
+    assert "max 230" in charts.due(hours)
+    assert "at most 8 a minute" in charts.deliveries(minutes)
+    empty = charts.deliveries(tuple((T0, 0, 0) for _ in range(1440)))
+    assert "0 sent and 0 failed" in empty
+
+
+def test_every_value_is_escaped() -> None:
+    assert html.h('<script>"x"</script>') == "&lt;script&gt;&quot;x&quot;&lt;/script&gt;"
+    assert html.h(None) == ""
+    assert html.url("/reminders", state="dead", search="a&b", before=None) == (
+        "/reminders?state=dead&search=a%26b"
+    )
+    assert html.span(timedelta(milliseconds=250)) == "250 ms"
+    assert html.span(None) == "none"

@@ -1,0 +1,109 @@
+"""`duequeue serve` as a real process on loopback, and a real HTTP client (aiohttp's) for it.
+
+`Served` starts `python -m duequeue --db DB serve --port 0` (tests/procs.py), reads the URL it
+announces, and stops it with SIGTERM, checking that it exits 0. `fetch` is one request through
+aiohttp's client, returned whole.
+"""
+
+import asyncio
+import json
+import re
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.procs import LIMIT_S, spawn_cli
+
+_ANNOUNCED = re.compile(r"listening on (http://\S+?)/?$")
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: Mapping[str, str]
+    text: str
+    cookies: Mapping[str, Any]  # name -> http.cookies.Morsel, attributes and all
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
+class Served:
+    """A running `duequeue serve` on `db`; use as a context manager."""
+
+    def __init__(self, db: Path | str, *flags: str, env: Mapping[str, str] | None = None) -> None:
+        self.db = db
+        self.flags = flags
+        self.env = dict(env or {})
+        self.url = ""
+        self.proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> "Served":
+        # --db names the database whatever it is; spawn_cli's DUEQUEUE_DB is then moot.
+        self.proc = spawn_cli(
+            Path(str(self.db)), "--db", str(self.db), "serve", "--port", "0", *self.flags,
+            env=self.env,
+        )  # fmt: skip
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        found = _ANNOUNCED.search(line.strip())
+        if found is None:
+            self.proc.kill()
+            _, rest = self.proc.communicate(timeout=LIMIT_S)
+            raise AssertionError(f"serve did not start: {line}{rest}")
+        self.url = found.group(1)
+        return self
+
+    def stop(self) -> int:
+        """Send SIGTERM and return the exit code."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        self.proc.communicate(timeout=LIMIT_S)
+        return self.proc.returncode
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def fetch(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        data: bytes | Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        cookies: Mapping[str, str] | None = None,
+    ) -> Reply:
+        """Make one request to this server."""
+        return fetch(method, self.url + path, json_body=json_body, data=data, headers=headers,
+                     cookies=cookies)  # fmt: skip
+
+
+def fetch(
+    method: str,
+    url: str,
+    *,
+    json_body: Any = None,
+    data: bytes | Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    cookies: Mapping[str, str] | None = None,
+) -> Reply:
+    """Make one request through aiohttp's client (redirects not followed)."""
+
+    async def go() -> Reply:
+        async with (
+            aiohttp.ClientSession(cookies=dict(cookies or {})) as session,
+            session.request(
+                method, url, json=json_body, data=data, headers=dict(headers or {}),
+                allow_redirects=False,
+            ) as r,
+        ):  # fmt: skip
+            return Reply(r.status, dict(r.headers), await r.text(), dict(r.cookies))
+
+    return asyncio.run(asyncio.wait_for(go(), LIMIT_S))
