@@ -81,7 +81,7 @@ def test_the_two_commands_install_into_a_venv_and_ci_runs_the_test_command() -> 
     blocks = [line.strip() for line in section.splitlines() if line.startswith("    ")]
     install, test = blocks
     # Debian's system Python refuses a bare `pip install .` (externally-managed-environment).
-    assert install == f"{VENV} && duequeue tick"
+    assert install == f"{VENV} && duequeue init && duequeue tick"
     assert test == "pip install -e '.[test]' && python -m pytest"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert ci[-2:] == [
