@@ -1,0 +1,162 @@
+"""Partitions: a ticking host cut from the database mid-tick, cut from the receivers, cut mid-claim.
+
+Issue 26's rules: a tick whose records cannot be written starts no new send and never outlives
+its lease, exits 1 with one line counting the sends it could not record; nothing is recorded
+twice; the re-sends a receiver sees are only those whose outcome was not recorded, with the same
+webhook-id / Message-ID.
+"""
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.hosts.conftest import note
+from tests.hosts.site import Site
+
+pytestmark = pytest.mark.hosts
+
+
+def delivery_ids(site: Site) -> set[str]:
+    """The webhook-ids (and Message-ID cores) of what the ledger records as sent."""
+    rows = site.sql("SELECT reminder_id, fire_at, target_id FROM deliveries WHERE outcome = 'sent'")
+    return {f"dq_{r}_{f}_{t}" for r, f, t in rows}
+
+
+def core(msg_id: str) -> str:
+    """A Message-ID's delivery id: <dq_..@example.com> -> dq_.."""
+    return msg_id.strip("<>").split("@")[0]
+
+
+def leases_over(site: Site) -> bool:
+    """Whether every lease has ended by the database server's clock."""
+    return bool(
+        site.one(
+            """SELECT coalesce(max(lease_until), 0) < extract(epoch FROM clock_timestamp()) * 1000
+               FROM reminders"""
+        )
+    )
+
+
+def test_a_host_cut_from_the_database_mid_tick(make_site: Any) -> None:
+    site: Site = make_site(hosts=2)
+    h1, h2 = site.h
+    # Four webhooks at a time: 8 quick ones are answered and recorded, then 4 held ones fill every
+    # slot and 20 more wait behind them; the emails go one after another on one connection: one
+    # recorded, one held, three waiting. A held send outlasts the channel timeout (2 s here) if
+    # the gate stays shut, so the test cuts and opens it as soon as it sees that state.
+    site.seed(
+        [f"http:ok/a{i}" for i in range(8)]
+        + [f"http:gate/{i}" for i in range(4)]
+        + [f"http:ok/b{i}" for i in range(20)]
+        + ["mail:ok0", "mail:gate0", "mail:ok1", "mail:ok2", "mail:ok3"]
+    )
+    total, in_flight = 37, 5
+    env = {
+        "DUEQUEUE_CONCURRENCY": "4",
+        "DUEQUEUE_WEBHOOK_PER_HOST": "4",
+        "DUEQUEUE_CHANNEL_TIMEOUT": "2",
+    }
+    p1 = site.tick(h1, env=env)
+    site.wait(
+        "9 recorded, 5 held",
+        lambda: site.count(prefix="gate") == in_flight and site.ledger_sent() == 9,
+    )
+    recorded_at_cut = delivery_ids(site)
+    started_at_cut = site.count(peer=h1.addr["rx"])
+    site.net.cut(h1, "db")
+    cut_at = time.monotonic()
+    site.open_gate()  # the 4 held sends are answered: outcomes h1 cannot record
+    site.wait("the held sends answered", lambda: site.count("done", prefix="gate") == in_flight)
+
+    # h1 must give up before its lease ends; wait no longer than the lease and a margin.
+    lease_s = (site.one("SELECT coalesce(max(lease_until), 0) FROM reminders") / 1000) - time.time()
+    exited_in_lease = True
+    try:
+        p1.wait(timeout=max(lease_s, 0) + 5)
+    except Exception:
+        exited_in_lease = False
+    site.wait("h1's leases to end", lambda: leases_over(site), timeout=200)
+    sent_by_h1_after_cut = site.count(peer=h1.addr["rx"]) - started_at_cut
+
+    summaries = site.drain(h2, env=env)
+    site.net.heal(h1, "db")
+    out1, err1 = p1.communicate(timeout=120)
+    h1_seconds = time.monotonic() - cut_at
+
+    got = site.ids("got")
+    twice = {core(i) for i, n in got.items() if n > 1}
+    facts = {
+        "injected": "h1's link to the database down after 9 recorded sends, 5 in flight, 23 waiting",
+        "h1_exit": p1.returncode,
+        "h1_stderr": err1.strip().splitlines(),
+        "h1_summary": out1.strip(),
+        "h1_exited_within_lease": exited_in_lease,
+        "h1_seconds_after_cut": round(h1_seconds, 1),
+        "h1_sends_started_after_cut": sent_by_h1_after_cut,
+        "h2_summaries": [s["claimed"] for s in summaries],
+        "receiver_ids": len(got),
+        "receiver_deliveries": sum(got.values()),
+        "received_twice": len(twice),
+        "ledger_sent": site.ledger_sent(),
+        "ledger_twice": site.ledger_twice(),
+        "undone": site.undone(),
+    }
+    note("a: cut from the database mid-tick", facts)
+
+    # Never twice as recorded, never lost.
+    assert site.ledger_twice() == 0
+    assert site.ledger_sent() == total and site.undone() == 0
+    assert len(got) == total
+    # What was recorded before the cut never goes again; what goes again keeps its id (a set of
+    # ids counts one id once, whoever sent it).
+    assert not twice & recorded_at_cut
+    # The rules issue 26 adds (hostfix): no new send once records cannot be written, and a tick
+    # that gives up within its lease, exit 1 with one line counting what it could not record.
+    assert sent_by_h1_after_cut == 0, facts
+    assert len(twice) <= in_flight, facts
+    assert exited_in_lease, facts
+    assert p1.returncode == 1, facts
+    lines = err1.strip().splitlines()
+    assert len(lines) == 1 and str(in_flight) in lines[0], facts
+
+
+def test_a_host_cut_from_the_receivers_but_not_the_database(make_site: Any) -> None:
+    site: Site = make_site(hosts=2)
+    h1, h2 = site.h
+    site.seed([f"http:ok/{i}" for i in range(10)] + [f"mail:ok{i}" for i in range(4)])
+    total = 14
+    site.net.cut(h1, "rx")
+    code, summary, err = site.run_tick(h1, env={"DUEQUEUE_BACKOFF": "1s"})
+    assert summary is not None, err
+    after_cut = {"exit": code, "summary": summary, "stderr": err.strip().splitlines()}
+    ledger_failed = int(site.one("SELECT count(*) FROM deliveries WHERE outcome = 'failed'"))
+    site.net.heal(h1, "rx")
+    # The failures are retried after their backoff (1 s here), by the database's clock.
+    site.wait(
+        "the retries due",
+        lambda: bool(
+            site.one(
+                """SELECT coalesce(max(retry_at), 0) < extract(epoch FROM clock_timestamp()) * 1000
+                   FROM deliveries"""
+            )
+        ),
+    )
+    summaries = site.drain(h2, env={"DUEQUEUE_BACKOFF": "1s"})
+    got = site.ids("got")
+    facts = {
+        "injected": "h1's link to the receivers down for a whole tick, then healed",
+        "h1_tick": after_cut,
+        "ledger_failed_after_cut": ledger_failed,
+        "h2_sent": sum(s["deliveries_sent"] for s in summaries),
+        "receiver_ids": len(got),
+        "received_twice": sum(1 for n in got.values() if n > 1),
+        "ledger_sent": site.ledger_sent(),
+        "ledger_twice": site.ledger_twice(),
+        "undone": site.undone(),
+    }
+    note("b: cut from the receivers", facts)
+    assert code == 0 and summary["deliveries_sent"] == 0 and summary["deliveries_failed"] + summary["released"] == total
+    assert site.received() == [] or all(r["peer"] != h1.addr["rx"] for r in site.received())
+    assert site.ledger_sent() == total and site.ledger_twice() == 0 and site.undone() == 0
+    assert len(got) == total and set(got.values()) == {1}
