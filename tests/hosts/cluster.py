@@ -6,6 +6,7 @@ with trust auth for the harness's subnet. The harness itself talks to it over th
 socket (a file, outside any network namespace), so cutting links never cuts the test's own view.
 """
 
+import contextlib
 import glob
 import os
 import pwd
@@ -23,14 +24,18 @@ PORT = 5432
 
 def pg_bin() -> Path | None:
     """The newest installed PostgreSQL's bin folder, or None."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4])
+    )
     return Path(found[-1]).parent if found else None
 
 
 class Cluster:
     """One PostgreSQL server the harness starts and stops; see the module's docstring."""
 
-    def __init__(self, host: Host, *, settings: dict[str, str] | None = None, data: Path | None = None) -> None:
+    def __init__(
+        self, host: Host, *, settings: dict[str, str] | None = None, data: Path | None = None
+    ) -> None:
         binary = pg_bin()
         if binary is None:
             raise RuntimeError("no PostgreSQL under /usr/lib/postgresql/*/bin")
@@ -59,12 +64,16 @@ class Cluster:
         cmd = [*prefix, "runuser", "-u", "postgres", "--", *args]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(args[:2])}: {done.stderr.strip() or done.stdout.strip()}")
+            raise RuntimeError(
+                f"{' '.join(args[:2])}: {done.stderr.strip() or done.stdout.strip()}"
+            )
         return done.stdout
 
     def init(self) -> "Cluster":
         """Make the data folder (initdb) with trust auth for the harness's subnets."""
-        self._as_postgres(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust")
+        self._as_postgres(
+            str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust"
+        )
         self.configure()
         return self
 
@@ -80,8 +89,8 @@ class Cluster:
     def ctl(self, *args: str) -> None:
         """pg_ctl in the database's namespace (a started server listens there)."""
         self._as_postgres(
-            str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", *args,
-            netns=True,
+            str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log),
+            "-w", "-t", "60", *args, netns=True,
         )  # fmt: skip
 
     def start(self) -> "Cluster":
@@ -110,10 +119,8 @@ class Cluster:
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
-            try:
+            with contextlib.suppress(RuntimeError):
                 self.ctl("stop", "-m", "immediate")
-            except RuntimeError:
-                pass
 
     def close(self) -> None:
         self.stop()
@@ -123,7 +130,15 @@ class Cluster:
         """Wait until the server answers on its socket (after a start or a promote)."""
         deadline = time.monotonic() + timeout
         while True:
-            done = run(str(self.bin / "pg_isready"), "-q", "-h", str(self.socket), "-p", str(PORT), check=False)
+            done = run(
+                str(self.bin / "pg_isready"),
+                "-q",
+                "-h",
+                str(self.socket),
+                "-p",
+                str(PORT),
+                check=False,
+            )
             if done.returncode == 0:
                 return
             if time.monotonic() > deadline:

@@ -1,4 +1,4 @@
-"""Fixtures for the hosts scenarios: a Site per test, or a skip saying why namespaces can't be made."""
+"""Fixtures for the hosts scenarios: a Site per test, or a skip saying why there can be none."""
 
 import json
 import os

@@ -56,7 +56,12 @@ def main() -> None:
             length = int(self.headers.get("Content-Length") or 0)
             self.rfile.read(length)
             what = self.path.lstrip("/")
-            seen = {"kind": "http", "id": self.headers.get("webhook-id"), "what": what, "peer": self.client_address[0]}
+            seen = {
+                "kind": "http",
+                "id": self.headers.get("webhook-id"),
+                "what": what,
+                "peer": self.client_address[0],
+            }
             record(ev="got", **seen)
             hold(what)
             code = 503 if what.startswith("fail") else 200

@@ -12,6 +12,7 @@ Unix socket. Every wait is on an observable state (receiver lines, ledger rows, 
 bounded by a generous timeout.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -42,7 +43,9 @@ FAST = {
 class Site:
     """See the module's docstring."""
 
-    def __init__(self, hosts: int, *, standby: bool = False, pg: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, hosts: int, *, standby: bool = False, pg: dict[str, str] | None = None
+    ) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="dq-hosts-"))
         self.net = Network()
         self.procs: list[subprocess.Popen[str]] = []
@@ -80,7 +83,9 @@ class Site:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # the receiver's "listening": both servers are up
         if line.strip() != "listening":
-            raise RuntimeError(f"receiver did not start: {proc.stderr.read() if proc.stderr else ''}")
+            raise RuntimeError(
+                f"receiver did not start: {proc.stderr.read() if proc.stderr else ''}"
+            )
         self.http = f"http://{addr}:8080"
         self.smtp = f"smtp://{addr}:2525"
 
@@ -91,7 +96,9 @@ class Site:
 
     def count(self, ev: str = "got", peer: str | None = None, prefix: str = "") -> int:
         return sum(
-            1 for r in self.received(ev) if (peer is None or r["peer"] == peer) and r["what"].startswith(prefix)
+            1
+            for r in self.received(ev)
+            if (peer is None or r["peer"] == peer) and r["what"].startswith(prefix)
         )
 
     def ids(self, ev: str = "done") -> Counter[str]:
@@ -165,7 +172,9 @@ class Site:
 
     # ---------------------------------------------------------------- ticking hosts
 
-    def tick_env(self, extra: dict[str, str] | None = None, db: str | None = None) -> dict[str, str]:
+    def tick_env(
+        self, extra: dict[str, str] | None = None, db: str | None = None
+    ) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DUEQUEUE_")}
         env.update(
             PYTHONPATH=str(ROOT),
@@ -197,7 +206,9 @@ class Site:
         self.procs.append(proc)
         return proc
 
-    def run_tick(self, host: Host, *args: str, timeout: float = 120, **kw: Any) -> tuple[int, dict[str, Any] | None, str]:
+    def run_tick(
+        self, host: Host, *args: str, timeout: float = 120, **kw: Any
+    ) -> tuple[int, dict[str, Any] | None, str]:
         """Run one tick in `host` to its end: (exit code, its JSON summary or None, stderr)."""
         proc = self.tick(host, *args, **kw)
         out, err = proc.communicate(timeout=timeout)
@@ -232,10 +243,8 @@ class Site:
         for proc in self.procs:
             if proc.poll() is None:
                 proc.kill()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired, ValueError):
                 proc.communicate(timeout=10)
-            except (subprocess.TimeoutExpired, ValueError):
-                pass
         for cluster in (self.standby, self.cluster):
             if cluster is not None:
                 cluster.close()

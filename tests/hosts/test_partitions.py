@@ -87,7 +87,7 @@ def test_a_host_cut_from_the_database_mid_tick(make_site: Any) -> None:
     got = site.ids("got")
     twice = {core(i) for i, n in got.items() if n > 1}
     facts = {
-        "injected": "h1's link to the database down after 9 recorded sends, 5 in flight, 23 waiting",
+        "injected": "h1 cut from the database: 9 sends recorded, 5 in flight, 23 waiting",
         "h1_exit": p1.returncode,
         "h1_stderr": err1.strip().splitlines(),
         "h1_summary": out1.strip(),
@@ -156,7 +156,11 @@ def test_a_host_cut_from_the_receivers_but_not_the_database(make_site: Any) -> N
         "undone": site.undone(),
     }
     note("b: cut from the receivers", facts)
-    assert code == 0 and summary["deliveries_sent"] == 0 and summary["deliveries_failed"] + summary["released"] == total
+    assert (
+        code == 0
+        and summary["deliveries_sent"] == 0
+        and summary["deliveries_failed"] + summary["released"] == total
+    )
     assert site.received() == [] or all(r["peer"] != h1.addr["rx"] for r in site.received())
     assert site.ledger_sent() == total and site.ledger_twice() == 0 and site.undone() == 0
     assert len(got) == total and set(got.values()) == {1}
