@@ -11,7 +11,11 @@ import pytest
 from tests.hosts.conftest import note
 from tests.hosts.site import Site
 
-pytestmark = [pytest.mark.hosts, pytest.mark.usefixtures("needs_faketime")]
+pytestmark = [
+    pytest.mark.hosts,
+    pytest.mark.timeout(600),
+    pytest.mark.usefixtures("needs_faketime"),
+]
 
 AHEAD, BEHIND = "+2m", "-2m"
 

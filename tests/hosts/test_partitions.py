@@ -14,7 +14,7 @@ import pytest
 from tests.hosts.conftest import note
 from tests.hosts.site import Site
 
-pytestmark = pytest.mark.hosts
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 
 
 def delivery_ids(site: Site) -> set[str]:
@@ -164,3 +164,82 @@ def test_a_host_cut_from_the_receivers_but_not_the_database(make_site: Any) -> N
     assert site.received() == [] or all(r["peer"] != h1.addr["rx"] for r in site.received())
     assert site.ledger_sent() == total and site.ledger_twice() == 0 and site.undone() == 0
     assert len(got) == total and set(got.values()) == {1}
+
+
+def claimable(site: Site) -> int:
+    """Due rows nobody leases or locks (what another host's claim could take now)."""
+    assert site.cluster is not None
+    with site.cluster.connect("duequeue") as conn, conn.transaction():
+        rows = conn.execute(
+            """SELECT id FROM reminders WHERE done_at IS NULL AND (lease_until IS NULL
+                   OR lease_until < extract(epoch FROM clock_timestamp()) * 1000)
+               FOR UPDATE SKIP LOCKED"""
+        ).fetchall()
+    return len(rows)
+
+
+def test_a_host_cut_from_the_database_during_its_claim(make_site: Any) -> None:
+    site: Site = make_site(hosts=2)
+    h1, h2 = site.h
+    assert site.cluster is not None
+    total = 10
+    site.seed([f"http:ok/c{i}" for i in range(total)])
+    # A SHARE lock lets the tick read (is anything due?) but holds its claim's UPDATE: the claim
+    # is on the server, waiting, when the link goes down; then the lock goes and it runs.
+    admin = site.cluster.connect("duequeue")
+    admin.execute("BEGIN")
+    admin.execute("LOCK TABLE reminders IN SHARE MODE")
+    p1 = site.tick(h1)
+    site.wait(
+        "h1's claim waiting on the lock",
+        lambda: (
+            site.one(
+                "SELECT count(*) FROM pg_stat_activity WHERE client_addr = %s AND wait_event_type = 'Lock'",
+                h1.addr["db"],
+            )
+            == 1
+        ),
+    )
+    site.net.cut(h1, "db")
+    admin.execute("COMMIT")
+    admin.close()
+    cut_at = time.monotonic()
+    lease_s = 85.0  # FAST's lease: 2 + 20 x 1 + 3 x 1 + 60 s
+    exited_in_lease = True
+    try:
+        p1.wait(timeout=lease_s + 5)
+    except Exception:
+        exited_in_lease = False
+    free_in = None
+    try:
+        site.wait("the rows free for h2", lambda: claimable(site) == total, timeout=lease_s + 30)
+        free_in = round(time.monotonic() - cut_at, 1)
+    except AssertionError:
+        pass
+    state = site.sql(
+        "SELECT state, count(*) FROM pg_stat_activity WHERE client_addr = %s GROUP BY 1",
+        h1.addr["db"],
+    )
+    site.net.heal(h1, "db")
+    out1, err1 = p1.communicate(timeout=120)
+    site.wait("the rows free for h2", lambda: claimable(site) == total, timeout=lease_s + 30)
+    summaries = site.drain(h2)
+    got = site.ids("got")
+    facts = {
+        "injected": "h1 cut from the database while its claim waited on a lock, then the lock freed",
+        "h1_exit": p1.returncode,
+        "h1_stderr": err1.strip().splitlines(),
+        "h1_exited_within_lease": exited_in_lease,
+        "h1_sessions_on_server_before_heal": state,
+        "rows_free_after_s": free_in,
+        "h2_claimed": [s["claimed"] for s in summaries],
+        "receiver_ids": len(got),
+        "received_twice": sum(1 for n in got.values() if n > 1),
+        "ledger_sent": site.ledger_sent(),
+        "ledger_twice": site.ledger_twice(),
+    }
+    note("c: cut during the claim", facts)
+    assert site.ledger_twice() == 0 and site.ledger_sent() == total and site.undone() == 0
+    assert len(got) == total and set(got.values()) == {1}  # h1 never had the rows to send
+    assert free_in is not None and free_in < lease_s + 30, facts
+    assert exited_in_lease and p1.returncode == 1 and len(err1.strip().splitlines()) == 1, facts

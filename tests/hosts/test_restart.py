@@ -7,7 +7,7 @@ import pytest
 from tests.hosts.conftest import note
 from tests.hosts.site import Site
 
-pytestmark = pytest.mark.hosts
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 
 NOISE = ("psycopg", "Pipeline", "Traceback", "error ignored")
 
