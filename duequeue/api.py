@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from duequeue import convert, service
 from duequeue.config import Settings, load_settings, load_settings_traced
-from duequeue.errors import BadInputError, DuequeueError
+from duequeue.errors import BadInputError, DatabaseLostError, DuequeueError
 from duequeue.lazy import LazyModule
 from duequeue.store import open_store, safe_url
 from duequeue.store.base import Store
@@ -217,7 +217,11 @@ class Queue:
         if limit is not None:
             _positive(limit, "limit")
         now = _now()
-        summary = service.run_tick(self._open(), self.settings, now, _clock_ms, limit)
+        try:
+            summary = service.run_tick(self._open(), self.settings, now, _clock_ms, limit)
+        except DatabaseLostError as exc:
+            exc.summary = convert.tick_summary(exc.summary, now)
+            raise
         return convert.tick_summary(summary, now)
 
     def worker(

@@ -128,6 +128,9 @@ def tick_summary(s: engine.TickSummary, at: datetime) -> TickSummary:
         max_lateness=None if s.max_lateness_ms is None else s.max_lateness_ms * _MS,
         errors=tuple(s.errors),
         stopped_by=s.stopped_by,
+        unrecorded=s.unrecorded,
+        refused=s.refused,
+        lost=s.lost,
     )
 
 

@@ -6,7 +6,7 @@ ends name the field their own way: the CLI says `--webhook` or `DUEQUEUE_SMTP_UR
 place (cli/report.py). An error of one line of `import` also carries that line's number.
 """
 
-from typing import Self
+from typing import Any, Self
 
 
 class DuequeueError(Exception):
@@ -82,3 +82,16 @@ class NotFoundError(DuequeueError):
     """A reminder named by id or key does not exist."""
 
     exit_code = 2
+
+
+class DatabaseLostError(StoreError):
+    """A tick lost its database mid-tick: what it sent is not all in the ledger.
+
+    `summary` is the tick's summary (the engine's, then the public one once the API has it):
+    its `unrecorded` counts the sends the ledger could not take, which may go again after the
+    lease ends; `str()` is the store's error.
+    """
+
+    def __init__(self, detail: str, summary: Any) -> None:
+        super().__init__(detail)
+        self.summary = summary

@@ -28,3 +28,7 @@ class TickSummary:
     max_lateness: timedelta | None  # how late the latest fire was; None when none was claimed
     errors: tuple[str, ...] = ()  # rows the tick could not handle (released for the next)
     stopped_by: str | None = None  # "SIGTERM" or "SIGINT" when a signal cut the tick short
+    # Sends whose outcome the ledger could not take: the database was lost mid-tick (`lost`).
+    unrecorded: int = 0
+    refused: int = 0  # write-backs refused: the lease had ended and another tick held the row
+    lost: str | None = None  # the database error that stopped the tick's commits

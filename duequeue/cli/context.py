@@ -6,7 +6,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from duequeue.api import Queue
-from duequeue.cli.summary import tick_json, tick_line
+from duequeue.cli.summary import lost_line, tick_json, tick_line
+from duequeue.errors import DatabaseLostError
 
 if TYPE_CHECKING:
     import typer
@@ -36,16 +37,25 @@ def queue(ctx: "typer.Context", *, create: bool = False) -> Queue:
 def run_tick(db: str | None, config: str | None, limit: int | None, as_json: bool) -> None:
     """Run one tick with the effective settings and print its summary."""
     with Queue(db, config=config) as q:
-        summary = q.tick(limit=limit)
+        try:
+            summary = q.tick(limit=limit)
+        except DatabaseLostError as exc:
+            summary = exc.summary
     if as_json:
         import json  # lazy: cron's plain `tick` prints text
 
         print(json.dumps(tick_json(summary)))
     else:
         print(f"tick: {tick_line(summary)}")
+    lost = lost_line(summary)
+    if lost is not None:
+        sys.stdout.flush()
+        print(lost, file=sys.stderr)
     if summary.stopped_by:
         sys.stdout.flush()
         die_by(summary.stopped_by)  # everything is written back; now end as the signal asks
+    if lost is not None:
+        sys.exit(1)  # the tick could not do its job: its outcomes are not all in the ledger
 
 
 def die_by(name: str) -> None:

@@ -36,7 +36,26 @@ def tick_json(s: TickSummary) -> dict[str, Any]:
         "max_lateness_s": seconds(s.max_lateness),
         "errors": list(s.errors),
         "stopped_by": s.stopped_by,
+        "unrecorded": s.unrecorded,
+        "refused": s.refused,
+        "lost": s.lost,
     }
+
+
+def lost_line(s: TickSummary) -> str | None:
+    """Return the one line a tick that lost its database says on stderr; None if it did not."""
+    if s.lost is None:
+        return None
+    if not s.unrecorded:
+        return (
+            "tick: lost the database mid-tick; every send was recorded, and its unfinished "
+            "rows come back after lease expiry"
+        )
+    sends = "send" if s.unrecorded == 1 else "sends"
+    return (
+        f"tick: lost the database mid-tick; {s.unrecorded} {sends} could not be recorded and "
+        "may be sent again by another host after lease expiry"
+    )
 
 
 def tick_line(s: TickSummary) -> str:
@@ -49,7 +68,11 @@ def tick_line(s: TickSummary) -> str:
         + f": sent {s.sent}, partial {s.partial}, "
         f"retried {s.retried}, dead {s.dead}, skipped {s.skipped}, "
         f"released {s.released}; deliveries {s.deliveries_sent} sent, "
-        f"{s.deliveries_failed} failed; max lateness {'-' if late is None else f'{late:.1f}s'}"
+        f"{s.deliveries_failed} failed"
+        + (f" ({s.unrecorded} unrecorded)" if s.unrecorded else "")
+        + f"; max lateness {'-' if late is None else f'{late:.1f}s'}"
+        + (f"; refused {s.refused}" if s.refused else "")
         + "".join(f"; error: {e}" for e in s.errors)
+        + (f"; lost the database: {s.lost}" if s.lost else "")
         + (f"; stopped by {s.stopped_by}" if s.stopped_by else "")
     )

@@ -14,6 +14,12 @@ module adds is batching and where the work runs:
   (time.monotonic()), which the tick sets short of its leases' end: a write is idempotent, and
   an outcome dropped would be a target sent again. Only then does the batch fail: `failed` says
   so, the tick starts no new delivery, the batch stays queued, and close() tries once more.
+- A batch that has not answered within `stall_s` (the database is locked past its busy
+  timeout, or the link to it is cut) makes the committer unhealthy (`healthy`, `stalled`): the
+  tick starts no new send it may not be able to record. If the batch answers, sends go on.
+- `retry_until` is also the committer's deadline: close() waits for a batch that hangs no longer
+  than that, then interrupts the store (Store.interrupt) so the tick returns before its leases
+  end. What was not committed is counted (`unrecorded`).
 
 A hard crash (SIGKILL, power cut) loses what is buffered: at most one window of outcomes, whose
 targets a later tick sends again with the same webhook-id / Message-ID (docs/guarantees.md).
@@ -30,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from duequeue.errors import StoreBusyError
+from duequeue.errors import StoreBusyError, StoreError
 from duequeue.store.base import Claim, Committed, DeliveryRecord, Fire, Resolution, Store
 
 MAX_ITEMS = 256
@@ -42,6 +48,7 @@ WINDOW_S = 0.005
 HELPER_MAX_ITEMS = 1024
 HELPER_WINDOW_S = 0.05
 _FIRST_PAUSE_S, _LONGEST_PAUSE_S = 0.05, 1.0
+_ABANDON_WAIT_S = 2.0
 
 T = TypeVar("T")
 
@@ -78,6 +85,9 @@ class Runner(Protocol):
     def close(self) -> None:
         """Stop, once what was handed over is done."""
 
+    def interrupt(self) -> None:
+        """Cut short the store call that hangs, and make later ones fail at once."""
+
 
 def retrying(work: Callable[[], T], until: float) -> T:
     """Run `work`; while it fails with StoreBusyError, wait and run it again until `until`
@@ -99,6 +109,7 @@ class ThreadRunner:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="duequeue-db")
+        self._cut = False
 
     def commit(self, owner: str, now: int, batch: Batch, until: float) -> asyncio.Future[Committed]:
         store = self._store
@@ -119,7 +130,12 @@ class ThreadRunner:
         )
 
     def close(self) -> None:
-        self._thread.shutdown(wait=True)
+        # Not waiting for a call interrupt() could not reach: the tick must end in time.
+        self._thread.shutdown(wait=not self._cut)
+
+    def interrupt(self) -> None:
+        self._cut = True
+        self._store.interrupt()
 
 
 @dataclass(slots=True)
@@ -154,11 +170,17 @@ class Committer:
         *,
         max_items: int = MAX_ITEMS,
         window_s: float = WINDOW_S,
+        stall_s: float = float("inf"),
     ) -> None:
         self.runner = runner
         self.tally = Tally()
         self._owner, self._now, self._until = owner, now, retry_until
         self._max_items, self._window_s = max_items, window_s
+        self._stall_s = stall_s
+        self._stall_timer: asyncio.TimerHandle | None = None
+        # Set while a batch has gone unanswered for stall_s, or failed: see healthy.
+        self.stalled = asyncio.Event()
+        self.unrecorded = 0  # ledger records given up on: their sends may go again later
         self._records: list[DeliveryRecord] = []
         self._resolutions: list[Resolution] = []
         self._releases: list[Claim] = []
@@ -171,6 +193,17 @@ class Committer:
     def failed(self) -> BaseException | None:
         """Return the error of a batch that could not be committed, if one could not."""
         return self._error
+
+    @property
+    def healthy(self) -> bool:
+        """Return whether a send started now can expect its outcome recorded: no batch failed,
+        and none has waited for the database longer than stall_s."""
+        return self._error is None and not self.stalled.is_set()
+
+    @property
+    def until(self) -> float:
+        """Return the deadline (time.monotonic()) past which no store call is waited for."""
+        return self._until
 
     def record(self, record: DeliveryRecord) -> None:
         """Queue one delivery outcome for the ledger."""
@@ -207,13 +240,35 @@ class Committer:
             while self._busy is not None or (self._pending() and self._error is None):
                 if self._busy is None:
                     self._submit()
-                assert self._busy is not None
-                await asyncio.wait([self._busy])
+                busy = self._busy
+                assert busy is not None
+                left = self._until - time.monotonic()
+                await asyncio.wait([busy], timeout=max(0.0, left))
+                # (Once done, its callback may already have handed over the next batch.)
+                if not busy.done() and busy is self._busy:
+                    await self._abandon()
                 self._settle()
         finally:
+            if self._error is not None:
+                self._cancel_stall()
+                self.stalled.set()
             self.runner.close()
         if self._error is not None:
             raise self._error
+
+    async def _abandon(self) -> None:
+        """The deadline passed with a batch unanswered: cut the store call short, so the tick
+        ends before its leases do. The batch counts as not committed (it may have been)."""
+        busy = self._busy
+        assert busy is not None
+        self.runner.interrupt()
+        # An interrupted call returns at once; one stuck where no interrupt reaches (opening a
+        # connection) is left behind, bounded by its own connect timeout.
+        await asyncio.wait([busy], timeout=_ABANDON_WAIT_S)
+        if not busy.done():
+            stand_in: asyncio.Future[Committed] = asyncio.get_running_loop().create_future()
+            stand_in.set_exception(StoreError("the database did not answer before the deadline"))
+            self._busy = stand_in
 
     def finish(self, store: Store) -> None:
         """Commit what is still queued on `store` itself, once, after a failed close().
@@ -227,7 +282,12 @@ class Committer:
         self._records, self._resolutions, self._releases = [], [], []
         owner, now = self._owner, self._now
         if records:
-            store.commit(owner, now, records, (), ())
+            try:
+                store.commit(owner, now, records, (), ())
+            except BaseException:
+                self.unrecorded = len(records)
+                raise
+        self.unrecorded = 0
         try:
             if resolutions or releases:
                 self.tally.add(store.commit(owner, now, (), resolutions, releases))
@@ -265,6 +325,15 @@ class Committer:
         self._busy_batch = batch
         self._busy = self.runner.commit(self._owner, self._now, batch, self._until)
         self._busy.add_done_callback(lambda _: self._on_done())
+        if self._stall_timer is None and self._stall_s != float("inf"):
+            self._stall_timer = asyncio.get_running_loop().call_later(
+                self._stall_s, self.stalled.set
+            )
+
+    def _cancel_stall(self) -> None:
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
 
     def _on_done(self) -> None:
         # On the event loop: take the batch's result, then hand over what came meanwhile.
@@ -278,10 +347,13 @@ class Committer:
         if busy is None or batch is None or not busy.done():
             return
         self._busy, self._busy_batch = None, None
+        self._cancel_stall()
         error = busy.exception()
         if error is None:
             self.tally.add(busy.result())
+            self.stalled.clear()  # the database answers again: sends may go on
             return
+        self.stalled.set()
         # Kept, ahead of what was queued since, for the last try: nothing is dropped.
         self._records = [*batch.records, *self._records]
         self._resolutions = [*batch.resolutions, *self._resolutions]

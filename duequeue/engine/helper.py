@@ -142,6 +142,14 @@ class HelperRunner:
         request = (_CLAIM, a.now, a.limit, a.max_errors, a.lease_ms, a.owner)
         return self._ask(request, ("claim", args))
 
+    def interrupt(self) -> None:
+        """Stop the helper at once: what it has not answered goes to the fallback, whose store
+        is interrupted too, so every call fails at once."""
+        self._fallback.interrupt()
+        with contextlib.suppress(OSError):
+            self._proc.kill()
+        self._fail()
+
     def close(self) -> None:
         """Let the helper answer everything, then close its pipe and wait for it to exit; the
         fallback is closed too."""

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from duequeue.engine import settle
-from duequeue.errors import StoreError
+from duequeue.errors import DatabaseLostError, StoreError
 from duequeue.lazy import LazyModule
 from duequeue.policy import RetryPolicy
 from duequeue.store.base import FRESH, DeliveryRecord, Fire, RowClaim, Store, Target
@@ -114,16 +114,21 @@ class TickSummary:
     deliveries_sent: int = 0
     deliveries_failed: int = 0
     max_lateness_ms: int | None = None
+    # Sends whose outcome the ledger could not take (the database was lost mid-tick): their rows
+    # stay leased until the lease ends, and those targets may get the fire again (same id).
+    unrecorded: int = 0
+    refused: int = 0  # write-backs refused: the lease had ended and another tick had the row
     errors: list[str] = field(default_factory=list)  # rows the tick could not handle
     stopped_by: str | None = None  # SIGTERM / SIGINT that cut the tick short, see stopsignal
+    lost: str | None = None  # the database error that stopped the tick's commits, if one did
 
     def as_json(self) -> dict[str, Any]:
         """Return the stable JSON form of the summary."""
         data = asdict(self)
         lateness = data.pop("max_lateness_ms")
-        errors, stopped_by = data.pop("errors"), data.pop("stopped_by")
+        errors, stopped_by, lost = data.pop("errors"), data.pop("stopped_by"), data.pop("lost")
         data["max_lateness_s"] = None if lateness is None else round(lateness / 1000, 3)
-        data["errors"], data["stopped_by"] = errors, stopped_by
+        data["errors"], data["stopped_by"], data["lost"] = errors, stopped_by, lost
         return data
 
     def line(self) -> str:
@@ -136,8 +141,12 @@ class TickSummary:
             + f": sent {self.sent}, partial {self.partial}, "
             f"retried {self.retried}, dead {self.dead}, skipped {self.skipped}, "
             f"released {self.released}; deliveries {self.deliveries_sent} sent, "
-            f"{self.deliveries_failed} failed; max lateness {lateness}"
+            f"{self.deliveries_failed} failed"
+            + (f" ({self.unrecorded} unrecorded)" if self.unrecorded else "")
+            + f"; max lateness {lateness}"
+            + (f"; refused {self.refused}" if self.refused else "")
             + "".join(f"; error: {e}" for e in self.errors)
+            + (f"; lost the database: {self.lost}" if self.lost else "")
             + (f"; stopped by {self.stopped_by}" if self.stopped_by else "")
         )
 
@@ -245,7 +254,13 @@ class _Tick:
         margin_ms = round((o.busy_timeout_s + 5) * 1000)
         retry_until = time.monotonic() + (self.now + o.lease_ms - margin_ms - self.clock()) / 1000
         self.committer: commit.Committer = commit.Committer(
-            commit.ThreadRunner(self.store), self.owner, self.now, retry_until
+            commit.ThreadRunner(self.store),
+            self.owner,
+            self.now,
+            retry_until,
+            # A commit unanswered past the busy timeout (and a second to spare) means the
+            # database is locked or out of reach: no new send until it answers again.
+            stall_s=o.busy_timeout_s + 1,
         )
         try:
             _event_loop_run(self._deliver(first))
@@ -253,7 +268,10 @@ class _Tick:
             if isinstance(exc, asyncio.CancelledError) and self.summary.stopped_by:
                 return self._counted()  # a second stop signal: see _stop and _wind_down
             raise
-        return self._counted()
+        summary = self._counted()
+        if summary.lost is not None:
+            raise DatabaseLostError(summary.lost, summary)
+        return summary
 
     async def _deliver(self, first: list[Fire]) -> None:
         self.loop = asyncio.get_running_loop()
@@ -295,17 +313,20 @@ class _Tick:
         if self.pending >= self.low_water:
             self.hungry.clear()
             await self.hungry.wait()
-        if self.loop.time() >= self.deadline or self.committer.failed is not None:
+        if self.loop.time() >= self.deadline or not self.committer.healthy:
             return []
 
         o = self.options
         args = commit.ClaimArgs(self.now, o.limit, o.policy.max_errors, o.lease_ms, self.owner)
         claim = asyncio.ensure_future(self.committer.claim(args))
         # A claim may wait on a lock up to the busy timeout; a stop signal does not wait that
-        # long. The rows of a claim no longer waited for are released when it answers.
+        # long, nor does a database that stopped answering (the claim queues behind a commit
+        # that hangs). The rows of a claim no longer waited for are released when it answers.
         stop = asyncio.ensure_future(self.stopping.wait())
-        await asyncio.wait((claim, stop), return_when=asyncio.FIRST_COMPLETED)
+        stalled = asyncio.ensure_future(self.committer.stalled.wait())
+        await asyncio.wait((claim, stop, stalled), return_when=asyncio.FIRST_COMPLETED)
         stop.cancel()
+        stalled.cancel()
         if not claim.done():
             self.late.append(claim)
             return []
@@ -425,9 +446,10 @@ class _Tick:
         if f.broken:
             self._settled(f, i, settle.UNTRIED)
             return
-        if self.loop.time() >= self.deadline or self.committer.failed is not None:
-            # Out of time, stopped, or the store stopped taking outcomes: send nothing more. The
-            # claim is released, and the committer's last flush reports the store's error.
+        if self.loop.time() >= self.deadline or not self.committer.healthy:
+            # Out of time, stopped, or the store stopped taking outcomes (or answering): send
+            # nothing that could not be recorded. The claim is released, and the committer's
+            # last flush reports the store's error.
             self._settled(f, i, settle.UNTRIED)
             return
         fire, target = f.fire, f.fire.targets[i]
@@ -538,8 +560,10 @@ class _Tick:
         for late in self.late:
             # Claimed after the tick stopped waiting: hand the rows back now, rather than leave
             # them leased to a tick that is ending (counted, so that claimed still adds up).
+            # Waited for no longer than the deadline: past it, close() cuts the store short.
+            left = max(0.0, self.committer.until - time.monotonic())
             with contextlib.suppress(Exception):
-                fires = await late
+                fires = await asyncio.wait_for(late, timeout=left)
                 self.summary.claimed += len(fires)
                 self.summary.batches += bool(fires)
                 for fire in fires:
@@ -548,7 +572,12 @@ class _Tick:
             await self.committer.close()
         except BaseException:
             # One last try, on this thread, now that nothing is in flight.
-            self.committer.finish(self.store)
+            try:
+                self.committer.finish(self.store)
+            except StoreError as exc:
+                # Said once, with what it leaves behind: the front end exits 1 with one line.
+                self.summary.lost = " ".join(str(exc).split())
+                self.summary.unrecorded = self.committer.unrecorded
 
     def _counted(self) -> TickSummary:
         """Fold what the commits applied into the summary."""
@@ -559,6 +588,7 @@ class _Tick:
         s.dead += tally.applied["dead"]
         s.skipped += tally.applied["skipped"] + tally.skipped
         s.released += tally.released
+        s.refused += tally.refused
         return s
 
     # -- parts --------------------------------------------------------------------------------

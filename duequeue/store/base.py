@@ -448,6 +448,20 @@ class Store(ABC):
     def health(self) -> list[HealthCheck]:
         """Check the database itself (schema version, integrity, journal mode) for `doctor`."""
 
+    def interrupt(self) -> None:
+        """Cut short a call another thread is waiting in, and fail every later call at once.
+
+        For a tick whose deadline passed while the database does not answer (a link cut in a
+        way no timeout notices). Safe from any thread. A store whose calls are bounded by
+        their own timeouts (SQLite's busy timeout) does nothing.
+        """
+        return None
+
+    def server_ms(self) -> int | None:
+        """Return the clock that judges what is due on a shared database (its server's, in unix
+        ms), or None where the host's own clock is the queue's (SQLite: one host)."""
+        return None
+
     @abstractmethod
     def close(self) -> None:
         """Release the connection."""

@@ -8,13 +8,24 @@ Every unit of work is one transaction. When the connection breaks (a server rest
 backend, a network cut) the backend reconnects once and repeats the transaction if the caller
 marked it safe to repeat; otherwise, or when the repeat fails too, it raises StoreError. A store
 never silently drops a write.
+
+Every wait on the server is bounded below a tick's lease (docs/postgresql.md, "Timeouts"): TCP
+keepalives and `tcp_user_timeout` notice a link that went silent, `lock_timeout` and
+`statement_timeout` bound the server's side, and interrupt() lets a tick past its deadline cut
+a call that still hangs (a link that takes bytes and never answers).
 """
 
+import contextlib
+import logging
+import os
+import socket
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.redact import url as safe_url
@@ -29,6 +40,16 @@ APPLICATION = "duequeue"
 # one after another instead of racing into "relation already exists".
 SCHEMA_LOCK = 0x64717565
 CONNECT_TIMEOUT_S = 10
+# A link that stays silent while idle is given up after 5 + 3 x 2 = 11 s; one that leaves sent
+# bytes unacknowledged after tcp_user_timeout (see timeouts()).
+KEEPALIVES = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2",
+              "keepalives_count": "3"}  # fmt: skip
+
+# psycopg logs a failure it meets while cleaning up after another one (a pipeline or a rollback
+# on a connection that just broke) as a warning; with no logging set up Python prints it, three
+# lines, on stderr. The error that matters is the one raised, which the store reports in one
+# line; an application that configures logging still gets these.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 T = TypeVar("T")
 Cursor = psycopg.Cursor[tuple[Any, ...]]
@@ -43,8 +64,8 @@ class PostgresStore(SQLStore):
     """The SQL store on one PostgreSQL database (the tables live in the connection's current
     schema)."""
 
-    def __init__(self, url: str) -> None:
-        self.backend: PostgresBackend = PostgresBackend(url)
+    def __init__(self, url: str, busy_timeout_s: float = 5.0) -> None:
+        self.backend: PostgresBackend = PostgresBackend(url, busy_timeout_s)
         super().__init__(self.backend)
 
 
@@ -54,10 +75,12 @@ class PostgresBackend:
 
     dialect = POSTGRES
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, busy_timeout_s: float = 5.0) -> None:
         self.url = url
         self.where = safe_url(url)
         self._passwords = _passwords(url)
+        self._settings = timeouts(url, busy_timeout_s)
+        self._cut = threading.Event()  # interrupt() was called: no call waits any more
         self.conn = self._connect()
         try:
             self._ensure_schema()
@@ -77,9 +100,11 @@ class PostgresBackend:
     def transact_cursor(self, work: Callable[[Cursor], T], *, what: str, repeatable: bool) -> T:
         """Run `work` on a cursor in one transaction; on a broken connection reconnect once
         and, if the transaction is `repeatable` (safe to run twice), run it again."""
+        self._check_cut(what)
         try:
             return self._once(work)
         except psycopg.Error as exc:
+            self._check_cut(what, exc)
             if not self.conn.broken and not self.conn.closed:
                 # Lock timeouts, deadlocks, serialization failures, a full disk: the server is
                 # there and the same work may succeed later.
@@ -110,14 +135,40 @@ class PostgresBackend:
     def close(self) -> None:
         self.conn.close()
 
+    def interrupt(self) -> None:
+        """Cut the call running on another thread, and fail every later one at once.
+
+        Called by a tick whose deadline passed while a call still waits on a link that took its
+        bytes and never answered (no keepalive or TCP timeout fires then). Shutting the socket
+        down wakes the waiting thread with an error, safely from here; the connection is not
+        reopened: past the deadline the tick's leases are about to end.
+        """
+        self._cut.set()
+        with contextlib.suppress(Exception):
+            fd = self.conn.pgconn.socket
+            with socket.socket(fileno=os.dup(fd)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def _check_cut(self, what: str, cause: BaseException | None = None) -> None:
+        if self._cut.is_set():
+            raise StoreError(
+                f"PostgreSQL {self.where}: {what}: no answer before the tick's deadline"
+            ) from cause
+
+    def server_ms(self) -> int:
+        """Return the database server's clock, in unix ms (one round trip)."""
+        return self.transact_cursor(_server_ms, what="reading the server's clock", repeatable=True)
+
     def _once(self, work: Callable[[Cursor], T]) -> T:
         with self.conn.transaction(), self.conn.cursor() as cur:
             return work(cur)
 
     def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
-        kwargs: dict[str, Any] = {"autocommit": True, "application_name": APPLICATION}
-        if "connect_timeout" not in self.url:
-            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "application_name": APPLICATION,
+            **self._settings,
+        }
         try:
             return psycopg.connect(self.url, **kwargs)
         except psycopg.Error as exc:
@@ -142,6 +193,8 @@ class PostgresBackend:
         if state != (APPLICATION, SCHEMA_VERSION):
 
             def apply(cur: Cursor) -> tuple[str, int] | None:
+                # An upgrade may build indexes on large tables: no statement timeout for it.
+                cur.execute("SET LOCAL statement_timeout = 0")
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                 found = _schema_state(cur)  # another process may have applied it meanwhile
                 if found is None:
@@ -274,6 +327,41 @@ def _schema_state(cur: Cursor) -> tuple[str, int] | None:
         return "", 0
 
 
+def _server_ms(cur: Cursor) -> int:
+    cur.execute("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
+    row = cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def timeouts(url: str, busy_timeout_s: float) -> dict[str, str]:
+    """Return the libpq parameters that bound every wait on the server; what the URL sets wins.
+
+    - keepalives: an idle link that went silent is noticed in 11 s (KEEPALIVES);
+    - tcp_user_timeout: sent bytes unacknowledged for the busy timeout + 10 s break the link;
+    - lock_timeout: a lock is waited for at most the busy timeout (SQLite's rule);
+    - statement_timeout: one statement runs at most 6 x the busy timeout, and 30 s at least.
+
+    With the default busy timeout (5 s) the longest a tick's statement can wait is 30 s, far
+    below the default lease (325 s); a tick's deadline (engine/commit.py) covers a link that
+    acknowledges bytes and never answers.
+    """
+    given = conninfo_to_dict(url)
+    busy_ms = max(1, round(busy_timeout_s * 1000))
+    wanted: dict[str, str] = {
+        "connect_timeout": str(CONNECT_TIMEOUT_S),
+        **KEEPALIVES,
+        "tcp_user_timeout": str(busy_ms + 10_000),
+    }
+    found = {k: v for k, v in wanted.items() if k not in given}
+    options = str(given.get("options") or "")
+    server = {"lock_timeout": busy_ms, "statement_timeout": max(30_000, 6 * busy_ms)}
+    extra = " ".join(f"-c {k}={v}" for k, v in server.items() if k not in options)
+    if extra:
+        found["options"] = f"{options} {extra}".strip()
+    return found
+
+
 def _passwords(url: str) -> list[str]:
     parts = urlsplit(url)
     found = [v for k, v in parse_qsl(parts.query) if k == "password" and v]
@@ -284,4 +372,4 @@ def _passwords(url: str) -> list[str]:
 
 def connect(db: str, busy_timeout_s: float, create: bool) -> PostgresStore:
     """Open the store on the PostgreSQL database the URL `db` names (it always exists)."""
-    return PostgresStore(db)
+    return PostgresStore(db, busy_timeout_s)

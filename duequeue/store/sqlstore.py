@@ -49,6 +49,15 @@ class SQLStore(Store):
     def close(self) -> None:
         self.backend.close()
 
+    def interrupt(self) -> None:
+        cut = getattr(self.backend, "interrupt", None)
+        if cut is not None:
+            cut()
+
+    def server_ms(self) -> int | None:
+        read = getattr(self.backend, "server_ms", None)
+        return None if read is None else int(read())
+
     # -- a tick's -----------------------------------------------------------------------------
 
     def claim(self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str) -> list[Fire]:

@@ -178,8 +178,9 @@ def test_a_row_whose_send_was_not_recorded_stays_leased_until_its_lease_ends(
     try:
         now = real_now()
         rid = add(store, http.url("/r"), at=now - 1000)
-        with pytest.raises(StoreError, match="is locked"):
+        with pytest.raises(StoreError, match="is locked") as lost:
             tick(store, now, options, real_now)
+        assert lost.value.summary.unrecorded == 1  # counted, for the front end's one line
         assert ledger(store, rid) == []  # the send could not be recorded ...
         store.locked = False
         # ... so the row was not handed back: a tick before the lease ends sends nothing again.
