@@ -194,7 +194,8 @@ def test_a_host_cut_from_the_database_during_its_claim(make_site: Any) -> None:
         "h1's claim waiting on the lock",
         lambda: (
             site.one(
-                "SELECT count(*) FROM pg_stat_activity WHERE client_addr = %s AND wait_event_type = 'Lock'",
+                """SELECT count(*) FROM pg_stat_activity
+                   WHERE client_addr = %s AND wait_event_type = 'Lock'""",
                 h1.addr["db"],
             )
             == 1
@@ -221,12 +222,12 @@ def test_a_host_cut_from_the_database_during_its_claim(make_site: Any) -> None:
         h1.addr["db"],
     )
     site.net.heal(h1, "db")
-    out1, err1 = p1.communicate(timeout=120)
+    _, err1 = p1.communicate(timeout=120)
     site.wait("the rows free for h2", lambda: claimable(site) == total, timeout=lease_s + 30)
     summaries = site.drain(h2)
     got = site.ids("got")
     facts = {
-        "injected": "h1 cut from the database while its claim waited on a lock, then the lock freed",
+        "injected": "h1 cut from the database while its claim waited on a lock, then the lock gone",
         "h1_exit": p1.returncode,
         "h1_stderr": err1.strip().splitlines(),
         "h1_exited_within_lease": exited_in_lease,
