@@ -77,10 +77,22 @@ class Cluster:
         self.configure()
         return self
 
+    def clone(self, primary: "Cluster") -> "Cluster":
+        """Make this data folder a streaming standby of `primary` (pg_basebackup -R)."""
+        self._as_postgres(
+            str(self.bin / "pg_basebackup"), "-h", primary.host.addr["db"], "-p", str(PORT),
+            "-U", "postgres", "-D", str(self.data), "-R", "-X", "stream", netns=True,
+        )  # fmt: skip
+        self.configure()
+        return self
+
     def configure(self) -> None:
         """Write the settings and the host-based auth every start reads."""
+        auto = self.data / "postgresql.auto.conf"
+        # A standby's pg_basebackup -R wrote where its primary is: kept.
+        kept = [x for x in auto.read_text().splitlines() if x.startswith("primary_conninfo")]
         conf = "".join(f"{k} = '{v}'\n" for k, v in self.settings.items())
-        (self.data / "postgresql.auto.conf").write_text(conf)
+        auto.write_text(conf + "".join(x + "\n" for x in kept))
         hba = "local all all trust\nlocal replication all trust\n"
         for net in SUBNET.values():
             hba += f"host all all {net}.0/24 trust\nhost replication all {net}.0/24 trust\n"

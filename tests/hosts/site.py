@@ -69,6 +69,28 @@ class Site:
             self.close()
             raise
 
+    def start_standby(self) -> Cluster:
+        """A streaming standby of the cluster in its own namespace ("sb"), started."""
+        assert self.cluster is not None and self.sbhost is not None
+        self.standby = Cluster(self.sbhost, settings=self.cluster.settings | {}).clone(self.cluster)
+        self.standby.settings["listen_addresses"] = self.sbhost.addr["db"]
+        self.standby.settings["unix_socket_directories"] = str(self.standby.socket)
+        self.standby.settings.pop("synchronous_standby_names", None)
+        self.standby.configure()
+        return self.standby.start()
+
+    def multi_host_url(self) -> str:
+        """libpq's list of hosts: whichever accepts writes (primary, or the promoted standby)."""
+        assert self.cluster is not None and self.sbhost is not None
+        hosts = f"{self.dbhost.addr['db']}:5432,{self.sbhost.addr['db']}:5432"
+        return f"postgresql://postgres@{hosts}/{DB}?target_session_attrs=read-write"
+
+    def fail_over(self) -> None:
+        """Promote the standby; from now on the harness reads and writes there."""
+        assert self.standby is not None and self.cluster is not None
+        self.standby.ctl("promote")
+        self.cluster, self.standby = self.standby, self.cluster
+
     # ---------------------------------------------------------------- receivers
 
     def _start_receiver(self) -> None:
