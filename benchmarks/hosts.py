@@ -159,6 +159,9 @@ def _host_loop(site: Any, host: Any, env: dict[str, str], limit: int) -> "subpro
 
 
 def measure(site: Any, hosts: int, rows: int, limit: int, concurrency: int, url: str) -> Run:
+    from duequeue.store import open_store
+
+    open_store(site.local_url).close()  # the schema, on first use
     with site.cluster.connect("duequeue") as conn:
         conn.execute(
             "TRUNCATE reminders, targets, deliveries, dead_letters, target_retries CASCADE"
