@@ -171,6 +171,12 @@ class Site:
         with self.cluster.connect(DB) as conn:
             return list(conn.execute(query, args or None).fetchall())
 
+    def execute(self, query: str) -> None:
+        """A statement that returns no rows (ALTER SYSTEM, ...)."""
+        assert self.cluster is not None
+        with self.cluster.connect(DB) as conn:
+            conn.execute(query)
+
     def one(self, query: str, *args: Any) -> Any:
         return self.sql(query, *args)[0][0]
 

@@ -82,8 +82,13 @@ def test_a_fast_restart_of_the_database_mid_ticks(make_site: Any) -> None:
 
 def replicated(site: Site, rows: int) -> bool:
     assert site.standby is not None
+    import psycopg
+
     with site.standby.connect("duequeue") as conn:
-        return int(conn.execute("SELECT count(*) FROM reminders").fetchone()[0]) == rows
+        try:
+            return int(conn.execute("SELECT count(*) FROM reminders").fetchone()[0]) == rows
+        except psycopg.errors.UndefinedTable:  # the schema itself not replayed yet
+            return False
 
 
 @pytest.mark.parametrize("mode", ["async", "sync"])
@@ -91,11 +96,19 @@ def test_a_standby_promoted_mid_run(make_site: Any, mode: str) -> None:
     """The primary loses its standby, goes on (async) or waits (sync), then dies; the standby is
     promoted and hosts given both addresses carry on. What the ledger loses is what async
     replication had not shipped: sends that happened, recorded on the old primary only."""
-    sync = {"synchronous_standby_names": "*", "synchronous_commit": "on"}
-    site: Site = make_site(hosts=1, standby=True, pg=sync if mode == "sync" else None)
+    site: Site = make_site(hosts=1, standby=True)
     assert site.cluster is not None
     (h1,) = site.h
     site.start_standby()
+    if mode == "sync":
+        # Set once the standby streams: before, every commit (CREATE DATABASE too) would wait.
+        site.execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        site.sql("SELECT pg_reload_conf()")
+    state = "sync" if mode == "sync" else "async"
+    site.wait(
+        f"the standby streaming ({state})",
+        lambda: site.sql("SELECT sync_state FROM pg_stat_replication") == [(state,)],
+    )
     url = site.multi_host_url()
     n = 20
     site.seed([f"http:ok/before{i}" for i in range(n)])
