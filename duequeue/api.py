@@ -31,7 +31,7 @@ from duequeue.lazy import LazyModule
 from duequeue.store import open_store, safe_url
 from duequeue.store.base import Store
 from duequeue.tick_summary import TickSummary
-from duequeue.timefmt import parse_duration
+from duequeue.timefmt import from_ms, parse_duration, to_ms
 
 if TYPE_CHECKING:
     from duequeue import compose, doctor, importer, metrics, ops, worker
@@ -216,9 +216,10 @@ class Queue:
         """
         if limit is not None:
             _positive(limit, "limit")
-        now = _now()
+        store = self._open()
+        now, clock = _queue_clock(store, self.settings)
         try:
-            summary = service.run_tick(self._open(), self.settings, now, _clock_ms, limit)
+            summary = service.run_tick(store, self.settings, now, clock, limit)
         except DatabaseLostError as exc:
             exc.summary = convert.tick_summary(exc.summary, now)
             raise
@@ -248,10 +249,10 @@ class Queue:
             on_start()
 
         def one_tick() -> str | None:
-            now = _now()
             store = self._open_new()
             try:
-                summary = service.run_tick(store, self.settings, now, _clock_ms, limit)
+                now, clock = _queue_clock(store, self.settings)
+                summary = service.run_tick(store, self.settings, now, clock, limit)
             finally:
                 store.close()
             if on_tick is not None:
@@ -401,7 +402,9 @@ def check_setup(
 
 
 def _doctor(load: Callable[[], Settings]) -> DoctorReport:
-    return convert.doctor_report(doctor.run(load, lambda db: open_store(db, create=False)))
+    return convert.doctor_report(
+        doctor.run(load, lambda db: open_store(db, create=False), _clock_ms)
+    )
 
 
 def _some(ids: tuple[int, ...]) -> None:
@@ -444,6 +447,25 @@ def _now() -> datetime:
     """Return the current instant to the millisecond, the resolution of what is stored."""
     now = datetime.now(UTC)
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def _queue_clock(store: Store, settings: Settings) -> tuple[datetime, Callable[[], int]]:
+    """Return the instant a tick judges what is due by, and the clock it stamps sends with.
+
+    On a shared database (PostgreSQL) both are the database server's, read once a tick (one
+    round trip, which also notes this host as ticking, for `stats`) and carried forward by this
+    host's clock: hosts whose clocks disagree then agree on what is due and when a lease ends.
+    On SQLite (one host), or with the `clock` setting `host`, they are this host's own.
+    """
+    now = _now()
+    if settings.clock == "host":
+        return now, _clock_ms
+    host_ms = to_ms(now)
+    server = store.note_tick(settings.host or os.uname().nodename, host_ms)
+    if server is None:
+        return now, _clock_ms
+    offset = server - host_ms
+    return from_ms(server), lambda: _clock_ms() + offset
 
 
 def _clock_ms() -> int:

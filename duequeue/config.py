@@ -14,6 +14,7 @@ from duequeue.policy import RetryPolicy
 from duequeue.timefmt import parse_duration
 
 APP_NAME = "duequeue"
+CLOCKS = ("database", "host")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,12 @@ class Settings:
     # Modules that register more channels (channels/registry.py), comma-separated: imported
     # before the settings are read, so that the settings those channels declare are read too.
     channels: str = ""
+    # Whose clock a tick on a shared database judges what is due and when a lease ends by:
+    # "database" (the server's, read once a tick) or "host" (this host's, as on SQLite).
+    clock: str = "database"
+    # The name this host's ticks are noted under on a shared database (`stats`); "" means the
+    # machine's host name.
+    host: str = ""
     # The values of those channels' own settings, by name (not a setting itself).
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -266,6 +273,10 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
             parse_smtp_url(settings.smtp_url, env)
     except ConfigError as exc:
         raise _by_setting(exc) from None
+    if settings.clock not in CLOCKS:
+        raise ConfigError(
+            f"{settings.clock!r} is not a clock; choose database or host", field="clock"
+        )
     if settings.email_from is not None:
         _check_email_from(settings.email_from)
     if settings.tz != "UTC":  # UTC needs no tz database: the usual tick loads none

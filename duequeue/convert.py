@@ -158,6 +158,7 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         failed_last_hour=s.failed_last_hour,
         sent_last_day=s.sent_last_day,
         failed_last_day=s.failed_last_day,
+        hosts=tuple(results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS) for h in s.hosts),
     )
 
 

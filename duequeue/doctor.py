@@ -18,8 +18,17 @@ _ZONES = ("UTC", "Europe/Berlin", "America/New_York")
 _NEWER_TZDATA = "update the tz database: `pip install -U tzdata` or the OS package tzdata"
 
 
-def run(load: Callable[[], Any], open_store: Callable[[str], Any]) -> list[Check]:
-    """Run every check; `load` returns the Settings (or raises ConfigError)."""
+# A host clock further than this from the database server's is reported (see clock_check).
+CLOCK_WARN_MS = 5000
+
+
+def run(
+    load: Callable[[], Any],
+    open_store: Callable[[str], Any],
+    clock: Callable[[], int] | None = None,
+) -> list[Check]:
+    """Run every check; `load` returns the Settings (or raises ConfigError); `clock` is this
+    host's clock (unix ms), compared with a shared database server's."""
     checks: list[Check] = []
     try:
         settings = load()
@@ -38,7 +47,7 @@ def run(load: Callable[[], Any], open_store: Callable[[str], Any]) -> list[Check
             return [Check(name, False, detail, fix)]
         return [Check(name, False, detail, fix), *zone_checks("UTC")]
     checks.append(Check("settings", True, "flags, environment and config file are valid"))
-    checks.extend(database_checks(settings.db, open_store))
+    checks.extend(database_checks(settings.db, open_store, clock))
     checks.extend(smtp_checks(settings))
     checks.extend(email_targets_check(settings, open_store))
     checks.extend(notify_checks(settings, open_store))
@@ -60,8 +69,11 @@ def _check_name(field: str | None) -> str:
     return _CHECK_OF_SETTING.get(field or "", "settings")
 
 
-def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
-    """Check that the database exists, opens as duequeue's, and is healthy."""
+def database_checks(
+    db: str, open_store: Callable[[str], Any], clock: Callable[[], int] | None = None
+) -> list[Check]:
+    """Check that the database exists, opens as duequeue's, and is healthy; on a shared
+    database, that this host's clock agrees with the server's."""
     if "://" not in db and not _exists(Path(db)):
         return [
             Check(
@@ -79,7 +91,13 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
         ]
     shown = safe_url(db)  # a postgresql:// URL may carry a password
     try:
-        return [Check("database", True, f"{shown} opens"), *store.health()]
+        found = [Check("database", True, f"{shown} opens"), *store.health()]
+        if clock is not None:
+            before = clock()
+            server = store.server_ms()
+            if server is not None:
+                found.append(clock_check((before + clock()) // 2 - server))
+        return found
     except Exception as exc:  # a damaged file can fail the checks themselves: that is the finding
         return [
             Check("database", True, f"{shown} opens"),
@@ -93,6 +111,23 @@ def database_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
         ]
     finally:
         store.close()
+
+
+def clock_check(offset_ms: int) -> Check:
+    """Say how far this host's clock is from the database server's (`offset_ms`: host minus
+    server, read halfway through the round trip)."""
+    way = "ahead of" if offset_ms > 0 else "behind"
+    detail = f"this host's clock is {abs(offset_ms) / 1000:.3f}s {way} the database server's"
+    if abs(offset_ms) <= CLOCK_WARN_MS:
+        return Check("clock", True, detail)
+    return Check(
+        "clock",
+        False,
+        f"{detail} (more than {CLOCK_WARN_MS / 1000:g}s): ticks judge what is due, and stamp "
+        "their sends, by the server's clock, but this host's cron schedule, logs and relative "
+        "--at times (+15m) follow its own",
+        "synchronise the clocks with NTP (`timedatectl set-ntp true`, chrony)",
+    )
 
 
 def _exists(path: Path) -> bool:

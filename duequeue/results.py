@@ -19,6 +19,7 @@ __all__ = [
     "Fire",
     "Fires",
     "History",
+    "HostSeen",
     "ImportResult",
     "Migrated",
     "Outcome",
@@ -190,6 +191,15 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class HostSeen:
+    """A host that ticked a shared (PostgreSQL) queue in the last day."""
+
+    host: str
+    last_tick: datetime  # by the database server's clock
+    clock_offset: timedelta  # the host's clock minus the server's at that tick (ahead: > 0)
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     """Counts of reminders by state, due rows and recent deliveries, taken at one instant."""
 
@@ -209,6 +219,7 @@ class Stats:
     failed_last_hour: int  # attempts failed or refused for good
     sent_last_day: int
     failed_last_day: int
+    hosts: tuple[HostSeen, ...] = ()  # PostgreSQL: the hosts that ticked in the last day
 
     @property
     def oldest_due_lateness(self) -> timedelta | None:

@@ -21,6 +21,10 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
     for name in list(os.environ):
         if name.startswith("DUEQUEUE_"):
             monkeypatch.delenv(name)
+    # In-process tests freeze this host's clock (freezegun); a PostgreSQL server's clock cannot
+    # be frozen, so they tick by the host's. Processes (tests/procs.py) get the default, the
+    # server's: tests/e2e/test_clock_skew.py.
+    monkeypatch.setenv("DUEQUEUE_CLOCK", "host")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     yield

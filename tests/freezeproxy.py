@@ -4,7 +4,6 @@ Put between duequeue and PostgreSQL, it forwards bytes both ways until freeze();
 keeps every socket open and reads what comes, but forwards nothing in either direction: the
 client's writes are acknowledged by the proxy's kernel, so keepalives and tcp_user_timeout never
 fire, and a query simply never gets its answer. That is the hang a tick's deadline must end.
-`frozen_bytes` is set once a client wrote to a frozen link (a commit that will hang).
 """
 
 import asyncio
@@ -22,7 +21,6 @@ class FreezeProxy:
         self.upstream = upstream
         self.port = 0
         self.frozen = threading.Event()
-        self.frozen_bytes = threading.Event()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
@@ -76,18 +74,14 @@ class FreezeProxy:
             return
         self._writers.add(up_writer)
         await asyncio.gather(
-            self._pipe(reader, up_writer, from_client=True),
-            self._pipe(up_reader, writer, from_client=False),
+            self._pipe(reader, up_writer),
+            self._pipe(up_reader, writer),
             return_exceptions=True,
         )
 
-    async def _pipe(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, from_client: bool
-    ) -> None:
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while data := await reader.read(65536):
             if self.frozen.is_set():
-                if from_client:
-                    self.frozen_bytes.set()
                 continue  # swallowed: the cut
             writer.write(data)
             await writer.drain()

@@ -13,6 +13,8 @@ from duequeue.cli.report import setting_source
 from duequeue.cli.summary import iso, seconds
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from duequeue.results import Change, ConfigReport, DoctorReport, History, PruneCounts, Stats
 
 
@@ -154,6 +156,14 @@ def stats_json(s: Stats) -> dict[str, Any]:
             "last_hour": {"sent": s.sent_last_hour, "failed": s.failed_last_hour},
             "last_day": {"sent": s.sent_last_day, "failed": s.failed_last_day},
         },
+        "hosts": [
+            {
+                "host": h.host,
+                "last_tick": iso(h.last_tick),
+                "clock_offset_s": seconds(h.clock_offset),
+            }
+            for h in s.hosts
+        ],
     }
 
 
@@ -171,8 +181,24 @@ def stats_text(s: Stats) -> str:
             f"disabled (410 Gone): {s.disabled_targets}",
             f"deliveries, last hour: {s.sent_last_hour} sent, {s.failed_last_hour} failed; "
             f"last day: {s.sent_last_day} sent, {s.failed_last_day} failed",
+            *_hosts_lines(s),
         ]
     )
+
+
+def _hosts_lines(s: Stats) -> list[str]:
+    if not s.hosts:
+        return []
+    seen = [
+        f"{h.host} {_ago(s.at - h.last_tick)} ago (clock {h.clock_offset.total_seconds():+.3f}s)"
+        for h in s.hosts
+    ]
+    return [f"hosts ticking, last day: {', '.join(seen)}"]
+
+
+def _ago(span: timedelta) -> str:
+    secs = max(0, round(span.total_seconds()))
+    return f"{secs}s" if secs < 120 else f"{secs // 60}m" if secs < 7200 else f"{secs // 3600}h"
 
 
 def prune_json(c: PruneCounts) -> dict[str, Any]:

@@ -267,6 +267,16 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class HostTick:
+    """A host that ticks a shared queue: its last tick (the database server's clock) and how far
+    its own clock was from the server's then."""
+
+    host: str
+    at: int
+    offset_ms: int  # the host's clock minus the server's: positive when the host runs ahead
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     """Counts for `stats`, taken at one instant."""
 
@@ -285,6 +295,7 @@ class Stats:
     failed_last_hour: int  # ledger rows `failed` or `permanent`
     sent_last_day: int
     failed_last_day: int
+    hosts: tuple[HostTick, ...] = ()  # on a shared database: the hosts that ticked in a day
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,6 +466,12 @@ class Store(ABC):
         way no timeout notices). Safe from any thread. A store whose calls are bounded by
         their own timeouts (SQLite's busy timeout) does nothing.
         """
+        return None
+
+    def note_tick(self, host: str, host_ms: int) -> int | None:
+        """Note that `host` (whose clock reads `host_ms`) ticks now; return the instant the
+        tick judges what is due by: the database server's clock on a shared database, None
+        where the host's own clock is the queue's (SQLite: one host). One round trip."""
         return None
 
     def server_ms(self) -> int | None:

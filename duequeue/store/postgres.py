@@ -25,12 +25,13 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 import psycopg
+import psycopg.sql
 from psycopg.conninfo import conninfo_to_dict
 
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.redact import url as safe_url
 from duequeue.store import ops_sql, schema
-from duequeue.store.base import HealthCheck
+from duequeue.store.base import HealthCheck, HostTick
 from duequeue.store.sql import POSTGRES, Row, Run
 from duequeue.store.sqlstore import SQLStore
 
@@ -159,6 +160,50 @@ class PostgresBackend:
         """Return the database server's clock, in unix ms (one round trip)."""
         return self.transact_cursor(_server_ms, what="reading the server's clock", repeatable=True)
 
+    def note_tick(self, host: str, host_ms: int) -> int:
+        """Note `host`'s tick (and its clock's offset) in duequeue_meta; return the server's
+        clock. One statement in autocommit: the round trip that reading the clock costs."""
+        self._check_cut("noting the tick")
+        # One round trip, without waiting for the WAL to reach the disk (synchronous_commit
+        # off for this transaction alone): a host's last tick lost in a server crash is
+        # harmless, and a flush would make the empty tick several times slower. The values
+        # are literals: several statements go as one simple query, which takes no parameters.
+        query = psycopg.sql.SQL(_NOTE_TICK).format(
+            name=psycopg.sql.Literal(HOST_PREFIX + host), host_ms=psycopg.sql.Literal(host_ms)
+        )
+
+        def note(cur: Cursor) -> int:
+            cur.execute(query)
+            while cur.description is None or cur.rowcount != 1:
+                if not cur.nextset():
+                    raise StoreError(f"PostgreSQL {self.where}: noting the tick returned no row")
+            row = cur.fetchone()
+            assert row is not None
+            return int(row[0])
+
+        try:
+            with self.conn.cursor() as cur:
+                return note(cur)
+        except psycopg.Error:
+            if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):
+                    self.conn.execute("ROLLBACK")
+            # A dropped link: the careful path reconnects once and tries again.
+            return self.transact_cursor(note, what="noting the tick", repeatable=True)
+
+    def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
+        """Return the hosts that ticked in the last day, the latest first."""
+        found = []
+        for name, value in run(
+            "SELECT name, value FROM duequeue_meta WHERE left(name, 5) = 'host:'", {}
+        ):
+            at, _, offset = str(value).partition(" ")
+            with contextlib.suppress(ValueError):
+                tick = HostTick(str(name).removeprefix(HOST_PREFIX), int(at), int(offset))
+                if tick.at > now - DAY_MS:
+                    found.append(tick)
+        return tuple(sorted(found, key=lambda h: (-h.at, h.host)))
+
     def _once(self, work: Callable[[Cursor], T]) -> T:
         with self.conn.transaction(), self.conn.cursor() as cur:
             return work(cur)
@@ -219,7 +264,10 @@ class PostgresBackend:
         """Check the version marker in one round trip: what every command pays on open."""
         try:
             with self.conn.cursor() as cur:
-                cur.execute("SELECT name, value FROM duequeue_meta")
+                cur.execute(
+                    "SELECT name, value FROM duequeue_meta "
+                    "WHERE name IN ('application', 'schema_version')"
+                )
                 meta = dict(cur.fetchall())
         except psycopg.errors.UndefinedTable:
             return False  # a fresh or foreign database: the careful path decides
@@ -325,6 +373,19 @@ def _schema_state(cur: Cursor) -> tuple[str, int] | None:
         return str(meta.get("application", "")), int(meta.get("schema_version", 0))
     except ValueError:
         return "", 0
+
+
+# One row per host in duequeue_meta, "host:<name>" -> "<last tick, server ms> <offset ms>": a
+# host's row is written by its own ticks only, so hosts never wait on each other for it.
+HOST_PREFIX = "host:"
+DAY_MS = 86_400_000
+_NOTE_TICK = """BEGIN; SET LOCAL synchronous_commit = off;
+    WITH t AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
+    INSERT INTO duequeue_meta (name, value)
+    SELECT {name}, t.ms || ' ' || ({host_ms} - t.ms) FROM t
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value
+    RETURNING split_part(value, ' ', 1)::bigint;
+    COMMIT"""
 
 
 def _server_ms(cur: Cursor) -> int:

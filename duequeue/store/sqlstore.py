@@ -5,6 +5,7 @@ for every dialect (claim_sql, commit_sql, add_sql, reads, ops_sql, retries). Wha
 databases is the backend's (connections, transactions, errors, health) or its Dialect's (data).
 """
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
@@ -53,6 +54,10 @@ class SQLStore(Store):
         cut = getattr(self.backend, "interrupt", None)
         if cut is not None:
             cut()
+
+    def note_tick(self, host: str, host_ms: int) -> int | None:
+        note = getattr(self.backend, "note_tick", None)
+        return None if note is None else int(note(host, host_ms))
 
     def server_ms(self) -> int | None:
         read = getattr(self.backend, "server_ms", None)
@@ -150,7 +155,9 @@ class SQLStore(Store):
         def work(run: Run) -> Stats:
             if d.snapshot:
                 run(d.snapshot, {})  # one snapshot, so the counts agree with each other
-            return ops_sql.stats(run, d, now)
+            found = ops_sql.stats(run, d, now)
+            hosts = getattr(self.backend, "hosts", None)
+            return found if hosts is None else dataclasses.replace(found, hosts=hosts(run, now))
 
         return self._read(work, "stats")
 

@@ -197,6 +197,9 @@ def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
         "deliveries_sent",
         "deliveries_failed",
         "max_lateness_s",
+        "unrecorded",
+        "refused",
+        "lost",
         "errors",
         "stopped_by",
     }

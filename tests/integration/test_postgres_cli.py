@@ -15,14 +15,20 @@ def with_password(url: str, password: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
+def real_now() -> datetime:
+    # doctor compares this host's clock with the server's: a frozen calendar would be "off".
+    return datetime.now(UTC).replace(microsecond=0)
+
+
 def test_doctor_checks_the_postgresql_database(pg_url: str) -> None:
-    cli = Cli(pg_url, T0, {"DUEQUEUE_WEBHOOK_SECRET": SECRET})  # type: ignore[arg-type]
+    cli = Cli(pg_url, real_now(), {"DUEQUEUE_WEBHOOK_SECRET": SECRET})  # type: ignore[arg-type]
     cli.add("--at", "+1h", "--webhook", "https://hooks.example.com/r")
+    cli.now = real_now()
     r = cli("doctor", "--json")
     report = r.json()
     assert (r.code, report["ok"]) == (0, True), r.out
     checks = {c["name"]: c for c in report["checks"]}
-    for name in ("database", "database schema", "database server", "database integrity"):
+    for name in ("database", "database schema", "database server", "database integrity", "clock"):
         assert checks[name]["ok"], checks[name]
     version = schema.VERSION
     assert checks["database schema"]["detail"].endswith(
@@ -33,7 +39,7 @@ def test_doctor_checks_the_postgresql_database(pg_url: str) -> None:
 def test_a_password_in_the_url_is_never_printed(pg_url: str) -> None:
     # Trust auth accepts any password, so the URL works while carrying one.
     url = with_password(pg_url, "pw-s3cret")
-    cli = Cli(url, T0, {"DUEQUEUE_WEBHOOK_SECRET": SECRET})  # type: ignore[arg-type]
+    cli = Cli(url, real_now(), {"DUEQUEUE_WEBHOOK_SECRET": SECRET})  # type: ignore[arg-type]
     cli.add("--at", "+1h", "--webhook", "https://hooks.example.com/r")
     outputs = [cli("config", "--json"), cli("doctor"), cli("stats"), cli("inspect", "--all")]
     assert all(r.code == 0 for r in outputs), [r.err for r in outputs]
