@@ -162,7 +162,17 @@ def tick(
         first = store.claim(now, options.limit, options.policy.max_errors, options.lease_ms, owner)
         if not first:
             return TickSummary()
+        if clock() - now > options.lease_ms / 2:
+            # The claim answered so late (a link that healed after a cut) that half its lease
+            # is gone: another tick may take these rows soon after. Send none of them.
+            late = TickSummary(claimed=len(first), batches=1, lost="the claim answered too late")
+            raise DatabaseLostError(f"{late.lost}: its lease was ending", late)
         return _Tick(store, now, options, clock, owner).run(first)
+
+
+def _margin_ms(options: TickOptions) -> int:
+    """Return how long before its leases end a tick stops waiting for the database."""
+    return round((options.busy_timeout_s + 5) * 1000)
 
 
 @contextlib.contextmanager
@@ -251,7 +261,7 @@ class _Tick:
         # A commit that finds the database busy is tried again until shortly before the leases
         # end: past that another tick may take the claims, so an outcome kept longer is no use.
         o = self.options
-        margin_ms = round((o.busy_timeout_s + 5) * 1000)
+        margin_ms = _margin_ms(o)
         retry_until = time.monotonic() + (self.now + o.lease_ms - margin_ms - self.clock()) / 1000
         self.committer: commit.Committer = commit.Committer(
             commit.ThreadRunner(self.store),
@@ -324,9 +334,17 @@ class _Tick:
         # that hangs). The rows of a claim no longer waited for are released when it answers.
         stop = asyncio.ensure_future(self.stopping.wait())
         stalled = asyncio.ensure_future(self.committer.stalled.wait())
-        await asyncio.wait((claim, stop, stalled), return_when=asyncio.FIRST_COMPLETED)
+        left = max(0.0, self.committer.until - time.monotonic())
+        done, _ = await asyncio.wait(
+            (claim, stop, stalled), timeout=left, return_when=asyncio.FIRST_COMPLETED
+        )
         stop.cancel()
         stalled.cancel()
+        if not done:
+            # A claim unanswered until the deadline, with no commit waiting behind it to stall:
+            # the link is gone. Cut it short, so the tick ends before its leases do.
+            self.committer.runner.interrupt()
+            self.summary.lost = "a claim got no answer before the tick's deadline"
         if not claim.done():
             self.late.append(claim)
             return []

@@ -106,7 +106,7 @@ class PostgresBackend:
             return self._once(work)
         except psycopg.Error as exc:
             self._check_cut(what, exc)
-            if not self.conn.broken and not self.conn.closed:
+            if not self._unusable():
                 # Lock timeouts, deadlocks, serialization failures, a full disk: the server is
                 # there and the same work may succeed later.
                 error = StoreBusyError if isinstance(exc, psycopg.OperationalError) else StoreError
@@ -135,6 +135,22 @@ class PostgresBackend:
 
     def close(self) -> None:
         self.conn.close()
+
+    def _unusable(self) -> bool:
+        """Return whether the connection cannot run the next transaction: broken, or left
+        stuck by the error (a backend terminated in the middle of a pipeline leaves psycopg
+        in pipeline mode, "cannot exit pipeline mode while busy", without marking it broken:
+        every later transaction would fail the same way)."""
+        conn = self.conn
+        if conn.broken or conn.closed:
+            return True
+        try:
+            return (
+                conn.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF
+                or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+            )
+        except psycopg.Error:
+            return True
 
     def interrupt(self) -> None:
         """Cut the call running on another thread, and fail every later one at once.

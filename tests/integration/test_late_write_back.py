@@ -8,8 +8,12 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
 from duequeue.engine.tick import TickOptions, tick
+from duequeue.errors import DatabaseLostError
 from duequeue.store.base import NewReminder, NewTarget, Store
+from tests.servers import HttpSink
 
 NOW = 1_800_000_000_000
 LEASE_MS = 60_000
@@ -64,3 +68,21 @@ def test_a_write_back_after_the_lease_ended_is_refused_and_counted(
         .ledger[store.deliveries(rid)[0].target_id]
         .sent
     )
+
+
+def test_a_claim_answered_after_its_lease_was_ending_sends_nothing(
+    store: Store, http: HttpSink
+) -> None:
+    # A link that heals after a cut may deliver the claim's answer when its lease is about to
+    # end (here: the clock already says so): another tick may take those rows any moment.
+    rid = store.add(
+        NewReminder(
+            "s", "b", None, "UTC", NOW - 1000, NOW - 1000, (NewTarget("webhook", http.url("/r")),)
+        ),
+        NOW - 1000,
+    )[0]
+    with pytest.raises(DatabaseLostError, match="the claim answered too late") as lost:
+        tick(store, NOW, TickOptions(lease_ms=LEASE_MS), lambda: NOW + LEASE_MS)
+    assert lost.value.summary.claimed == 1
+    assert http.requests == []
+    assert store.deliveries(rid) == []
