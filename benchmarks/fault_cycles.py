@@ -157,6 +157,9 @@ def run(db: str, cycles: int, seed: int) -> Outcome:
             "DUEQUEUE_EMAIL_FROM": "reminders@example.com",
             "DUEQUEUE_WEBHOOK_SECRET": SECRET,
             "DUEQUEUE_CHANNEL_TIMEOUT": str(TIMEOUT_S),
+            # The cycles run on a frozen clock: on PostgreSQL the ticks must judge by it, not by
+            # the server's (which knows nothing of the frozen 2027).
+            "DUEQUEUE_CLOCK": "host",
         }
         # The CLI takes a postgresql:// URL wherever it takes a path (as tests/pg.py relies on).
         cli = Cli(cast(Path, db), T0, env)
