@@ -146,6 +146,7 @@ def build_reminder(
         if first is None:
             raise BadInputError("the rule has no fire at or after its start", field=kind)
         fire_at, rule_text = to_ms(first), rule.text
+    start_wall = _start_wall(req.at, zone)
     if req.data_json is not None:
         data = validate.data(req.data_json, "data_json")
     elif req.data is not None:
@@ -164,7 +165,24 @@ def build_reminder(
         rule=rule_text,
         misfire_grace_ms=grace,
         key=validate.key(req.key),
+        start_wall=start_wall,
+        release=schedule.data_release(),
     )
+
+
+def _start_wall(at: str | datetime | timedelta | None, zone: "ZoneInfo") -> str | None:
+    """Return the wall time `at` named in the reminder's zone, kept so newer zone rules can
+    place it again (like RFC 5545's DTSTART;TZID=); None when it named an instant (UTC, an
+    offset, a time from now), which no rules change moves."""
+    if zone.key == "UTC":
+        return None
+    if isinstance(at, str):
+        wall = schedule.named_wall(at)
+    elif isinstance(at, datetime) and _zone_of(at) == zone.key:
+        wall = at.replace(tzinfo=None)
+    else:
+        wall = None
+    return None if wall is None else wall.isoformat()
 
 
 def _targets(req: AddRequest, settings: Mapping[str, Any]) -> tuple[NewTarget, ...]:

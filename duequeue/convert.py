@@ -107,6 +107,16 @@ def history(ledger: Ledger) -> results.History:
             )
             for r in ledger.retries
         ),
+        moved_fires=tuple(
+            results.MovedFire(
+                old_fire_at=from_ms(m.old_fire_at),
+                new_fire_at=from_ms(m.new_fire_at),
+                old_release=m.old_release or "unknown",
+                new_release=m.new_release,
+                moved_at=from_ms(m.moved_at),
+            )
+            for m in ledger.moves
+        ),
     )
 
 
@@ -155,6 +165,7 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         failed_last_hour=s.failed_last_hour,
         sent_last_day=s.sent_last_day,
         failed_last_day=s.failed_last_day,
+        moved_fires=s.moved_fires,
     )
 
 

@@ -10,6 +10,7 @@ from duequeue.store.base import (
     Change,
     DeadLetter,
     DeliveryRecord,
+    FireMove,
     NewReminder,
     PendingRetry,
     PruneCounts,
@@ -35,6 +36,7 @@ class Ledger(NamedTuple):
     deliveries: list[DeliveryRecord]
     dead_letters: list[DeadLetter]
     retries: list[PendingRetry]  # failed targets of a partial success still retrying
+    moves: list[FireMove]  # pending fires moved by zone rules changes
 
 
 def history(store: Store, reminder_id: int) -> Ledger:
@@ -47,6 +49,7 @@ def history(store: Store, reminder_id: int) -> Ledger:
         store.deliveries(reminder_id),
         store.dead_letters(reminder_id),
         store.pending_retries(reminder_id),
+        store.fire_moves(reminder_id),
     )
 
 

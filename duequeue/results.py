@@ -21,6 +21,7 @@ __all__ = [
     "History",
     "ImportResult",
     "Migrated",
+    "MovedFire",
     "Outcome",
     "Preview",
     "PruneCounts",
@@ -166,6 +167,18 @@ class TargetRetry:
 
 
 @dataclass(frozen=True, slots=True)
+class MovedFire:
+    """A pending fire a zone rules change moved: from old_fire_at (computed by old_release) to
+    new_fire_at (new_release), at moved_at."""
+
+    old_fire_at: datetime
+    new_fire_at: datetime
+    old_release: str
+    new_release: str
+    moved_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class History:
     """A reminder, every delivery attempt of it (oldest first) and its dead letters."""
 
@@ -173,6 +186,7 @@ class History:
     attempts: tuple[Attempt, ...]
     dead_letters: tuple[DeadLetter, ...]
     target_retries: tuple[TargetRetry, ...]
+    moved_fires: tuple[MovedFire, ...] = ()  # pending fires moved by zone rules changes
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +223,7 @@ class Stats:
     failed_last_hour: int  # attempts failed or refused for good
     sent_last_day: int
     failed_last_day: int
+    moved_fires: int = 0  # pending fires moved by zone rules changes, ever
 
     @property
     def oldest_due_lateness(self) -> timedelta | None:

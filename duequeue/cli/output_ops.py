@@ -51,6 +51,16 @@ def history_json(h: History) -> dict[str, Any]:
             }
             for r in h.target_retries
         ],
+        "moved_fires": [
+            {
+                "old_fire_at": iso(m.old_fire_at),
+                "new_fire_at": iso(m.new_fire_at),
+                "old_release": m.old_release,
+                "new_release": m.new_release,
+                "moved_at": iso(m.moved_at),
+            }
+            for m in h.moved_fires
+        ],
     }
 
 
@@ -104,6 +114,18 @@ def history_text(h: History, width: int | None) -> str:
             "target retries (of a partial success)",
             table.render(headers, retrying, width, wrap=("last error",)),
         ]
+    if h.moved_fires:
+        moved: list[tuple[str, ...]] = [
+            (
+                iso(m.old_fire_at) or "",
+                iso(m.new_fire_at) or "",
+                f"{m.old_release} -> {m.new_release}",
+                iso(m.moved_at) or "",
+            )
+            for m in h.moved_fires
+        ]
+        shown = ("fire", "moved to", "tz data", "moved at")
+        parts += ["", "fires moved by zone rules changes", table.render(shown, moved, width)]
     return "\n".join(parts)
 
 
@@ -150,6 +172,7 @@ def stats_json(s: Stats) -> dict[str, Any]:
         "retrying_targets": s.retrying_targets,
         "disabled_targets": s.disabled_targets,
         "oldest_due_lateness_s": seconds(s.oldest_due_lateness),
+        "moved_fires": s.moved_fires,
         "deliveries": {
             "last_hour": {"sent": s.sent_last_hour, "failed": s.failed_last_hour},
             "last_day": {"sent": s.sent_last_day, "failed": s.failed_last_day},
@@ -171,6 +194,7 @@ def stats_text(s: Stats) -> str:
             f"disabled (410 Gone): {s.disabled_targets}",
             f"deliveries, last hour: {s.sent_last_hour} sent, {s.failed_last_hour} failed; "
             f"last day: {s.sent_last_day} sent, {s.failed_last_day} failed",
+            f"fires moved by zone rules changes: {s.moved_fires}",
         ]
     )
 

@@ -8,10 +8,10 @@ goes through `zone()`, so this happens once per process, when a zone is first ne
 with nothing due never pays for it.
 """
 
-import os
 from dataclasses import dataclass
-from importlib import import_module
-from zoneinfo import TZPATH, ZoneInfo, reset_tzpath
+from zoneinfo import ZoneInfo, reset_tzpath
+
+from duequeue.schedule import release
 
 # Zone files that name the host's setting rather than a place: a stored reminder would change
 # meaning when the database moves to another host.
@@ -37,8 +37,17 @@ def in_use() -> TzData:
     """Choose the tz database once per process (before any zone is loaded) and return it."""
     global _in_use
     if _in_use is None:
-        _in_use = _apply(choose(TZPATH, _package_version()))
+        _in_use = _apply(choose(release.tzpath(), release.package()))
     return _in_use
+
+
+def reset() -> None:
+    """Choose the tz database again and drop every zone loaded (tests that swap zone folders)."""
+    global _in_use
+    _in_use = None
+    release.forget()
+    reset_tzpath()
+    ZoneInfo.clear_cache()
 
 
 def zone(name: str) -> ZoneInfo:
@@ -63,47 +72,16 @@ class Choice:
 
 def choose(tzpath: tuple[str, ...], package: str | None) -> Choice:
     """Pick the newer of the system's tz database (first dir of `tzpath`) and the package's."""
-    system_dir, system = _system(tzpath)
-    if package is not None and (system is None or _release_key(package) > _release_key(system)):
-        return Choice(TzData(package, "the tzdata package"), None)
+    version, system_dir, from_package = release.pick(tzpath, package)
+    if from_package:
+        return Choice(TzData(version, "the tzdata package"), None)
     if system_dir is None:
         return Choice(TzData(None, "nowhere: install the tzdata package"), None)
-    return Choice(TzData(system, f"the system's {system_dir}"), system_dir)
+    return Choice(TzData(version, f"the system's {system_dir}"), system_dir)
 
 
 def _apply(choice: Choice) -> TzData:
-    if choice.system_dir is None:
-        # An empty search path makes zoneinfo read the tzdata package.
-        reset_tzpath(to=[])
+    # The one folder chosen (an empty search path makes zoneinfo read the tzdata package), so
+    # the zones loaded are those of the release `release.in_use()` names.
+    reset_tzpath(to=[] if choice.system_dir is None else [choice.system_dir])
     return choice.tzdata
-
-
-def _system(tzpath: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """Return the first existing zone dir of the search path and its release, if it says."""
-    for path in tzpath:
-        if not os.path.isdir(path):
-            continue
-        try:
-            # tzdata.zi, shipped with the compiled zones, starts with "# version 2025b".
-            with open(os.path.join(path, "tzdata.zi"), encoding="ascii") as f:
-                words = f.readline().split()
-        except (OSError, UnicodeDecodeError):
-            return path, None
-        if len(words) == 3 and words[:2] == ["#", "version"]:
-            return path, words[2]
-        return path, None
-    return None, None
-
-
-def _package_version() -> str | None:
-    try:
-        # By name: tzdata ships no type information.
-        return str(import_module("tzdata").IANA_VERSION)
-    except (ImportError, AttributeError):
-        return None
-
-
-def _release_key(version: str) -> tuple[int, int, str]:
-    """Order IANA releases: 2025b < 2026a < 2026f (after z would come za)."""
-    year, letters = version[:4], version[4:]
-    return (int(year) if year.isdigit() else 0, len(letters), letters)

@@ -47,6 +47,10 @@ class NewReminder:
     rule: str | None = None
     misfire_grace_ms: int | None = None
     key: str | None = None
+    # What the user meant (docs/time.md): the wall time `at` named in tz (ISO text, None for an
+    # instant) and the tz release that computed dtstart and fire_at ('' unknown).
+    start_wall: str | None = None
+    release: str = ""
 
 
 @dataclass(slots=True)
@@ -157,6 +161,10 @@ class RowState:
     fired: bool = False  # the settled fire reached at least one target: becomes last_fired_at
     skipped: int = 0  # fires coalesced away after missed ticks
     dead_at: int | None = None  # a dead one-shot: when it died
+    # A recurring row moved on: the zone wall time its next fire was found after (every fire
+    # at or before it is passed), and the tz release that computed the next fire.
+    after_wall: str | None = None
+    release: str | None = None
 
 
 @dataclass(slots=True)
@@ -285,6 +293,7 @@ class Stats:
     failed_last_hour: int  # ledger rows `failed` or `permanent`
     sent_last_day: int
     failed_last_day: int
+    moved_fires: int = 0  # pending fires moved by zone rules changes (fire_moves)
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +304,49 @@ class PruneCounts:
     done: int  # finished one-shots and ended rules
     cancelled: int
     dead_letters: int  # retried or moot dead letters of the removed reminders
+
+
+@dataclass(frozen=True, slots=True)
+class StaleFire:
+    """A pending row whose fire an older tz release computed: what it takes to compute again."""
+
+    reminder_id: int
+    rule_kind: Literal["rrule", "cron"] | None
+    rule: str | None
+    tz: str
+    dtstart: int
+    start_wall: str | None
+    after_wall: str | None
+    fire_at: int
+    next_fire_at: int
+    error_count: int
+    release: str  # '' when unknown (a row stored before releases were recorded)
+
+
+@dataclass(frozen=True, slots=True)
+class Refire:
+    """A stale row computed again under `release`: its new start, fire and walls."""
+
+    reminder_id: int
+    old_fire_at: int
+    old_release: str
+    dtstart: int
+    fire_at: int
+    next_fire_at: int
+    start_wall: str | None
+    after_wall: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FireMove:
+    """A pending fire moved by a zone rules change (history)."""
+
+    reminder_id: int
+    old_fire_at: int
+    new_fire_at: int
+    old_release: str
+    new_release: str
+    moved_at: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,6 +499,38 @@ class Store(ABC):
     @abstractmethod
     def health(self) -> list[HealthCheck]:
         """Check the database itself (schema version, integrity, journal mode) for `doctor`."""
+
+    @abstractmethod
+    def stale_fires(self, release: str) -> bool:
+        """Return whether a pending row's fire was computed by a release older than `release`.
+
+        One index probe: what every tick pays to notice a tz data update.
+        """
+
+    @abstractmethod
+    def lease_stale(
+        self, release: str, now: int, limit: int, lease_ms: int, owner: str
+    ) -> list[StaleFire]:
+        """Lease up to `limit` pending rows computed by a release older than `release` and not
+        leased by anyone, as a claim leases (lowest release, then id, first)."""
+
+    @abstractmethod
+    def read_stale(self, release: str, after_id: int, limit: int) -> list[StaleFire]:
+        """Return up to `limit` such rows with id > after_id, leased or not, leasing nothing."""
+
+    @abstractmethod
+    def refire(self, owner: str, release: str, now: int, refires: Sequence[Refire]) -> int:
+        """Write rows computed again under `release` while `owner` still holds their lease,
+        release them, record each moved fire, and raise the queue's tz release to `release`
+        (never lower it); return how many fires moved."""
+
+    @abstractmethod
+    def queue_release(self) -> str | None:
+        """Return the newest tz release the queue's fires were computed with, if recorded."""
+
+    @abstractmethod
+    def fire_moves(self, reminder_id: int) -> list[FireMove]:
+        """Return a reminder's fires moved by zone rules changes, oldest first."""
 
     @abstractmethod
     def close(self) -> None:

@@ -32,6 +32,8 @@ REMINDER_FIELDS = (
     "next_fire_at",
     "created_at",
     "updated_at",
+    "start_wall",
+    "fire_release",
 )
 REMINDER_COLUMNS = ", ".join(REMINDER_FIELDS)
 
@@ -92,6 +94,8 @@ def reminder_values(r: NewReminder, now: int) -> tuple[Any, ...]:
         r.fire_at,
         now,
         now,
+        r.start_wall,
+        r.release,
     )
 
 

@@ -8,7 +8,7 @@ databases is the backend's (connections, transactions, errors, health) or its Di
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from duequeue.store import add_sql, claim_sql, commit_sql, ops_sql, reads, retries
+from duequeue.store import add_sql, claim_sql, commit_sql, ops_sql, reads, retries, tz_sql
 from duequeue.store import rows as shared
 from duequeue.store.backend import Backend
 from duequeue.store.base import (
@@ -18,12 +18,15 @@ from duequeue.store.base import (
     DeadLetter,
     DeliveryRecord,
     Fire,
+    FireMove,
     HealthCheck,
     NewReminder,
     PendingRetry,
     PruneCounts,
+    Refire,
     ReminderView,
     Resolution,
+    StaleFire,
     Stats,
     Store,
     View,
@@ -80,6 +83,42 @@ class SQLStore(Store):
             ),
             "commit",
         )
+
+    # -- zone rules changes -------------------------------------------------------------------
+
+    def stale_fires(self, release: str) -> bool:
+        d = self.dialect
+        return bool(
+            self._read(lambda run: run(d.sql(tz_sql.STALE), {"release": release})[0][0], "tz check")
+        )
+
+    def lease_stale(
+        self, release: str, now: int, limit: int, lease_ms: int, owner: str
+    ) -> list[StaleFire]:
+        return self._write(
+            lambda run: tz_sql.lease(run, self.dialect, release, now, limit, lease_ms, owner),
+            "recompute",
+        )
+
+    def read_stale(self, release: str, after_id: int, limit: int) -> list[StaleFire]:
+        return self._read(
+            lambda run: tz_sql.read(run, self.dialect, release, after_id, limit), "recompute"
+        )
+
+    def refire(self, owner: str, release: str, now: int, refires: Sequence[Refire]) -> int:
+        # Not repeatable: a repeat after a lost commit would record its moves twice; the
+        # leases then run out and the rows are taken again.
+        return self._write(
+            lambda run: tz_sql.refire(run, self.dialect, owner, release, now, refires),
+            "recompute",
+            repeatable=False,
+        )
+
+    def queue_release(self) -> str | None:
+        return self._read(lambda run: tz_sql.queue_release(run, self.dialect), "tz release")
+
+    def fire_moves(self, reminder_id: int) -> list[FireMove]:
+        return self._read(lambda run: tz_sql.moves(run, self.dialect, reminder_id), "fire moves")
 
     # -- adding -------------------------------------------------------------------------------
 
