@@ -3,9 +3,11 @@ between `duequeue.Queue` and the store."""
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from duequeue.errors import NotFoundError
+from duequeue.errors import ConfigError, NotFoundError
+from duequeue.lazy import LazyModule
+from duequeue.schedule import release
 from duequeue.store.base import (
     Change,
     DeadLetter,
@@ -19,6 +21,13 @@ from duequeue.store.base import (
     Store,
 )
 from duequeue.timefmt import to_ms
+
+if TYPE_CHECKING:
+    from duequeue.engine import recompute as recompute_pass
+else:
+    # Loaded on first use: computing fires loads zoneinfo and the recurrence libraries, which
+    # history, stats and the other commands here never need.
+    recompute_pass = LazyModule("duequeue.engine.recompute")
 
 
 def import_reminders(
@@ -84,6 +93,21 @@ def retry(store: Store, ids: Sequence[int], all_dead: bool, now: datetime) -> li
 def stats(store: Store, now: datetime) -> Stats:
     """Count reminders by state and recent deliveries."""
     return store.stats(to_ms(now))
+
+
+def recompute(store: Store, now: datetime, dry_run: bool) -> recompute_pass.Pass:
+    """Compute again the pending fires an older tz release computed (as the next tick would),
+    or on a dry run list what would move; raise ConfigError when the release in use is unknown.
+    """
+    mine = release.in_use()
+    if not mine:
+        raise ConfigError(
+            "the tz data release in use is unknown: install the tzdata package "
+            "(`pip install -U tzdata`)"
+        )
+    if dry_run:
+        return recompute_pass.dry_run(store, mine)
+    return recompute_pass.catch_up(store, to_ms(now), mine)
 
 
 def prune(store: Store, older_than: timedelta, now: datetime, dry_run: bool) -> PruneCounts:

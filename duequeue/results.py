@@ -21,10 +21,12 @@ __all__ = [
     "History",
     "ImportResult",
     "Migrated",
+    "MovedBy",
     "MovedFire",
     "Outcome",
     "Preview",
     "PruneCounts",
+    "Recomputed",
     "Reminder",
     "State",
     "Stats",
@@ -80,6 +82,9 @@ class Reminder:
     start: datetime | None = None  # the `at` instant: an RRULE's DTSTART
     dead_fire_at: datetime | None = None  # in the `dead` view: the dead fire
     dead_at: datetime | None = None
+    start_wall: datetime | None = None  # the wall time `at` named in tz (None: an instant)
+    local_fire_at: datetime | None = None  # fire_at on the zone's clocks (the rules in use)
+    fire_release: str | None = None  # the tz release that computed fire_at ('' unknown)
 
     @property
     def dead(self) -> bool:
@@ -130,6 +135,9 @@ class Fires:
     tz: str
     state: State
     fires: tuple[Fire, ...]
+    start_wall: datetime | None = None  # the wall time `at` named in tz (None: an instant)
+    fire_release: str | None = None  # the tz release that computed the pending fire
+    tz_release: str | None = None  # the tz release this process reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +184,27 @@ class MovedFire:
     old_release: str
     new_release: str
     moved_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MovedBy:
+    """One reminder's pending fire that `recompute` moved (or would move)."""
+
+    reminder_id: int
+    old_fire_at: datetime
+    new_fire_at: datetime
+    old_release: str  # the release that computed old_fire_at ('unknown' before releases were kept)
+
+
+@dataclass(frozen=True, slots=True)
+class Recomputed:
+    """What `recompute` did: pending fires computed by a release older than `release`."""
+
+    release: str  # the tz release in use, which computed them again
+    dry_run: bool
+    checked: int  # pending rows an older release had computed
+    moved: int  # of those, fires whose instant changed
+    moves: tuple[MovedBy, ...]  # the first 1,000 of them
 
 
 @dataclass(frozen=True, slots=True)

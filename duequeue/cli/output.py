@@ -10,7 +10,9 @@ from duequeue.cli import table
 from duequeue.cli.summary import iso, seconds
 
 if TYPE_CHECKING:
-    from duequeue.results import Fire, Reminder, Target
+    from datetime import datetime
+
+    from duequeue.results import Fire, Fires, Reminder, Target
 
 
 def target_text(t: Target | None) -> str:
@@ -48,12 +50,26 @@ def reminder_json(r: Reminder) -> dict[str, Any]:
         "dead_fire_at": iso(r.dead_fire_at),
         "dead_at": iso(r.dead_at),
         "created_at": iso(r.created_at),
+        "local_fire_at": None if r.local_fire_at is None else r.local_fire_at.isoformat(),
+        "start_wall": None if r.start_wall is None else r.start_wall.isoformat(),
+        "fire_release": r.fire_release or None,
     }
 
 
 def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
     """Return a plain-text table of reminders, fitted to `width` columns when given."""
-    columns = ("id", "subject", "targets", "rule", "state", "fire", "late", "errors", "last error")
+    columns = (
+        "id",
+        "subject",
+        "targets",
+        "rule",
+        "state",
+        "fire",
+        "local",
+        "late",
+        "errors",
+        "last error",
+    )
     rows = []
     for r in reminders:
         fire = r.dead_fire_at if r.dead_fire_at is not None else r.next_fire_at
@@ -70,12 +86,32 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
                 f"{'rrule' if r.rrule else 'cron'}: {rule} ({r.tz})" if rule else f"once ({r.tz})",
                 "dead" if r.dead_fire_at is not None else r.state,
                 _to_the_second(iso(fire)),
+                _wall(r.local_fire_at if r.dead_fire_at is None else None),
                 "-" if late is None else f"{late:.1f}s",
                 str(r.error_count),
                 r.last_error or "",
             )
         )
     return table.render(columns, rows, width, wrap=("subject", "targets", "rule", "last error"))
+
+
+def intent_text(f: Fires) -> str:
+    """Return what `next` says of a reminder's stored intent and the tz data behind its fires."""
+    start = (
+        f"starts at {f.start_wall:%Y-%m-%d %H:%M:%S} wall time in {f.tz}"
+        if f.start_wall is not None
+        else "starts at an instant"
+    )
+    computed = f.fire_release or "an unrecorded release"
+    line = f"{start}; pending fire computed with tz data {computed}"
+    if f.tz_release and f.fire_release != f.tz_release:
+        line += f", this host reads {f.tz_release} (`duequeue recompute --dry-run`)"
+    return line
+
+
+def _wall(local: datetime | None) -> str:
+    """Return a fire on its zone's clocks, e.g. `03-14 09:00 PST`."""
+    return "-" if local is None else f"{local:%m-%d %H:%M} {local.tzname()}"
 
 
 def _to_the_second(stamp: str | None) -> str:

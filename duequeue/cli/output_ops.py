@@ -13,7 +13,15 @@ from duequeue.cli.report import setting_source
 from duequeue.cli.summary import iso, seconds
 
 if TYPE_CHECKING:
-    from duequeue.results import Change, ConfigReport, DoctorReport, History, PruneCounts, Stats
+    from duequeue.results import (
+        Change,
+        ConfigReport,
+        DoctorReport,
+        History,
+        PruneCounts,
+        Recomputed,
+        Stats,
+    )
 
 
 def history_json(h: History) -> dict[str, Any]:
@@ -197,6 +205,40 @@ def stats_text(s: Stats) -> str:
             f"fires moved by zone rules changes: {s.moved_fires}",
         ]
     )
+
+
+def recomputed_json(r: Recomputed) -> dict[str, Any]:
+    """Return the stable JSON object of `recompute`."""
+    return {
+        "release": r.release,
+        "dry_run": r.dry_run,
+        "checked": r.checked,
+        "moved": r.moved,
+        "moves": [
+            {
+                "id": m.reminder_id,
+                "old_fire_at": iso(m.old_fire_at),
+                "new_fire_at": iso(m.new_fire_at),
+                "old_release": m.old_release,
+            }
+            for m in r.moves
+        ],
+    }
+
+
+def recomputed_text(r: Recomputed) -> str:
+    """Return a line per moved fire, then the counts."""
+    lines = [
+        f"{m.reminder_id}: {iso(m.old_fire_at)} ({m.old_release}) -> {iso(m.new_fire_at)}"
+        for m in r.moves
+    ]
+    if r.moved > len(r.moves):
+        lines.append(f"... and {r.moved - len(r.moves)} more")
+    verb = "would move" if r.dry_run else "moved"
+    lines.append(
+        f"{verb} {r.moved} of {r.checked} pending fires computed by tz data older than {r.release}"
+    )
+    return "\n".join(lines)
 
 
 def prune_json(c: PruneCounts) -> dict[str, Any]:

@@ -239,6 +239,8 @@ class ReminderView:
     dead_fire_at: int | None = None  # the dead fire, in the dead view
     last_sent_at: int | None = None  # when the last fired fire first reached a target
     dtstart: int | None = None  # the --at instant, the RRULE's DTSTART
+    start_wall: str | None = None  # the wall time --at named in tz; None for an instant
+    fire_release: str | None = None  # the tz release that computed the pending fire
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,7 @@ def test_a_piped_table_is_plain_one_line_per_row(db_path: Path, cli: Cli) -> Non
         "rule",
         "state",
         "fire",
+        "local",
         "late",
         "errors",
         "last",

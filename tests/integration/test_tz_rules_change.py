@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import apsw
 import pytest
 
 from duequeue.engine import settle
@@ -21,6 +22,7 @@ from duequeue.store import open_store
 from duequeue.store.base import Store
 from duequeue.timefmt import from_ms, to_ms
 from tests.clirunner import Cli
+from tests.paths import DATA
 from tests.servers import HttpSink
 from tests.stores import Db
 from tests.tzfolders import build
@@ -28,6 +30,7 @@ from tests.tzfolders import build
 ADDED = datetime(2027, 3, 13, 12, 0, tzinfo=UTC)  # 04:00 PST in Test/Zone
 SWAP = datetime(2027, 3, 14, 4, 0, tzinfo=UTC)  # 2027-03-13 20:00 local: before the gap night
 END = datetime(2027, 3, 16, 20, 0, tzinfo=UTC)
+SWAP_FIRE = datetime(2027, 3, 14, 16, 0, tzinfo=UTC)  # 09:00 PDT under A, 08:00 PST under B
 
 
 class Folders:
@@ -224,4 +227,44 @@ def test_a_change_landing_while_a_tick_holds_the_row_neither_doubles_nor_loses_a
     moves = cli("history", str(rid), "--json").json()["moved_fires"]
     assert [(m["old_fire_at"], m["new_fire_at"]) for m in moves] == [
         ("2027-03-15T16:00:00.000Z", "2027-03-15T17:00:00.000Z")
+    ]
+
+
+@pytest.mark.sqlite_only
+def test_a_version_6_database_is_upgraded_in_place_without_moving_a_fire(
+    db_path: Path, http: HttpSink, tz: Folders
+) -> None:
+    # A row as version 6 stored it: FREQ=DAILY from 09:00 local on the 13th, its pending fire
+    # the 14th's 09:00 PDT (16:00Z) under release A; no walls, no release.
+    conn = apsw.Connection(str(db_path))
+    conn.execute((DATA / "schema_v6.sql").read_text(encoding="utf-8"))
+    conn.execute(
+        """INSERT INTO reminders (subject, body, rule_kind, rule, tz, dtstart, fire_at,
+               next_fire_at, created_at, updated_at)
+           VALUES ('kept', '', 'rrule', 'FREQ=DAILY', 'Test/Zone', :start, :fire, :fire, 0, 0)""",
+        {"start": to_ms(datetime(2027, 3, 13, 17, tzinfo=UTC)), "fire": to_ms(SWAP_FIRE)},
+    )
+    conn.execute(
+        "INSERT INTO targets (reminder_id, channel, address) VALUES (1, 'webhook', :url)",
+        {"url": http.url("/old")},
+    )
+    conn.close()
+    tz.use(tz.a)
+    cli = Cli(db_path, ADDED)
+    ticks(db_path, ADDED, ADDED + timedelta(minutes=1))  # upgrades, then backfills
+    conn = apsw.Connection(str(db_path))
+    row = conn.execute(
+        "SELECT fire_at, start_wall, after_wall, fire_release FROM reminders WHERE id = 1"
+    ).fetchall()
+    assert row == [(to_ms(SWAP_FIRE), "2027-03-13T09:00:00", "2027-03-14T08:59:59.999000", "2099a")]
+    assert conn.execute("SELECT value FROM queue_meta").fetchall() == [("2099a",)]
+    conn.close()
+    assert cli("stats", "--json").json()["moved_fires"] == 0
+    # Newer rules then move it as they would a row stored by this version.
+    tz.use(tz.b)
+    ticks(db_path, SWAP, END)
+    assert [tz.local(f, "Test/Zone") for f in fired(http, "/old")] == [
+        "03-14 09:00",
+        "03-15 09:00",
+        "03-16 09:00",
     ]

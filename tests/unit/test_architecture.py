@@ -296,7 +296,7 @@ def test_every_cli_command_is_a_queue_method() -> None:
 
     group = typer.main.get_command(app)
     names = sorted(getattr(group, "commands", {}))
-    assert len(names) == 15
+    assert len(names) == 16
     missing = [n for n in names if not callable(getattr(Queue, METHOD.get(n, n), None))]
     assert missing == []
 
