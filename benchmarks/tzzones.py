@@ -4,7 +4,7 @@ benchmarks/tz_rules_change.py and benchmarks/tz_recompute.py).
 `Test/Zone` is the issue's zone: US daylight time under release A (2099a), none from
 2026-11-01 under release B (2099b). `Test/Vancouver` is 2026f's change: US daylight time under
 A, daylight time for good from 2026-03-08 under B. `Test/Gap` gets daylight time (a gap at
-02:00 on 2027-03-14) only under B. Releases of year 2099 sort after any real one, so the
+02:00 on 2027-03-14) only under B. `Test/Same` is the same in both. Releases of year 2099 sort after any real one, so the
 folders win over the `tzdata` package, as a newer system folder would (docs/time.md).
 """
 
@@ -21,6 +21,7 @@ ZONES = {
     + """Zone Test/Zone -8:00 US P%sT
 Zone Test/Vancouver -8:00 US P%sT
 Zone Test/Gap -8:00 - PST
+Zone Test/Same 5:30 - IST
 Zone Etc/UTC 0 - UTC
 Link Etc/UTC UTC
 """,
@@ -31,6 +32,7 @@ Zone Test/Vancouver -8:00 US P%sT 2026 Mar 8 2:00
         -7:00 - MST
 Zone Test/Gap -8:00 - PST 2027 Mar 14 2:00
         -7:00 - PDT
+Zone Test/Same 5:30 - IST
 Zone Etc/UTC 0 - UTC
 Link Etc/UTC UTC
 """,

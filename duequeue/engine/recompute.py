@@ -10,10 +10,20 @@ older than the one in use here, so a host with older data leaves newer rows alon
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from duequeue.errors import DuequeueError
-from duequeue.schedule import intent
+from duequeue.lazy import LazyModule
 from duequeue.store.base import Refire, StaleFire, Store
+
+if TYPE_CHECKING:
+    from duequeue.schedule import intent, zones
+else:
+    # Loaded on first use: a pass with no row to compute (a new queue records its release) or
+    # no pending zone to read stays free of zoneinfo and the recurrence libraries, so cron's
+    # tick does not pay for them.
+    intent = LazyModule("duequeue.schedule.intent")
+    zones = LazyModule("duequeue.schedule.zones")
 
 BATCH = 2_000
 # A batch is computed and written in well under a second; a pass that dies leaves its rows
@@ -33,16 +43,28 @@ class Pass:
 
 
 def catch_up(store: Store, now: int, release: str, *, batch: int = BATCH) -> Pass:
-    """Compute again every pending row an older release computed and nobody holds."""
+    """Compute again every pending row an older release computed and nobody holds.
+
+    Rows of a zone whose compiled rules are the same under their release and this one (most
+    zones, most updates) are only marked as this release's: their fires cannot change. At the
+    end the digests of the pending rows' zones are recorded under this release, for the next.
+    """
     owner = "recompute-" + uuid.uuid4().hex
     done = Pass(release)
+    for old, tz, recorded in store.stale_zones(release):
+        if recorded is not None and recorded == zones.digest(tz):
+            while marked := store.bump_release(old, tz, release, now, batch):
+                done.checked += marked
     while True:
         rows = store.lease_stale(release, now, batch, LEASE_MS, owner)
         if not rows:
-            return done
+            break
         refires = [refire(row) for row in rows]
         done.moved += store.refire(owner, release, now, refires)
         _count(done, refires)
+    digests = {tz: d for tz in store.pending_zones() if (d := zones.digest(tz)) is not None}
+    store.record_digests(release, digests)
+    return done
 
 
 def dry_run(store: Store, release: str, *, batch: int = BATCH) -> Pass:

@@ -8,7 +8,10 @@ goes through `zone()`, so this happens once per process, when a zone is first ne
 with nothing due never pays for it.
 """
 
+import hashlib
+import os
 from dataclasses import dataclass
+from importlib.resources import files
 from zoneinfo import ZoneInfo, reset_tzpath
 
 from duequeue.schedule import release
@@ -31,20 +34,44 @@ class TzData:
 
 
 _in_use: TzData | None = None
+_system_dir: str | None = None
 
 
 def in_use() -> TzData:
     """Choose the tz database once per process (before any zone is loaded) and return it."""
-    global _in_use
+    global _in_use, _system_dir
     if _in_use is None:
-        _in_use = _apply(choose(release.tzpath(), release.package()))
+        choice = choose(release.tzpath(), release.package())
+        _in_use, _system_dir = _apply(choice), choice.system_dir
     return _in_use
+
+
+def digest(name: str) -> str | None:
+    """Return a digest of the compiled rules zone `name` is loaded from, None if unreadable.
+
+    Two releases whose files of a zone are the same give it the same fires, so fires computed
+    by one need not be computed again for the other (engine/recompute.py).
+    """
+    in_use()
+    data = None
+    if _system_dir is not None:
+        try:
+            with open(os.path.join(_system_dir, *name.split("/")), "rb") as f:
+                data = f.read()
+        except OSError:
+            data = None  # zoneinfo then reads the tzdata package's file: so does this
+    if data is None:
+        try:
+            data = files("tzdata.zoneinfo").joinpath(*name.split("/")).read_bytes()
+        except (ImportError, OSError, ValueError):
+            return None
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def reset() -> None:
     """Choose the tz database again and drop every zone loaded (tests that swap zone folders)."""
-    global _in_use
-    _in_use = None
+    global _in_use, _system_dir
+    _in_use, _system_dir = None, None
     release.forget()
     reset_tzpath()
     ZoneInfo.clear_cache()

@@ -527,6 +527,25 @@ class Store(ABC):
         (never lower it); return how many fires moved."""
 
     @abstractmethod
+    def stale_zones(self, release: str) -> list[tuple[str, str, str | None]]:
+        """Return each (older release, zone) that pending rows computed by a release older than
+        `release` hold, with the digest of the zone's rules recorded under that release."""
+
+    @abstractmethod
+    def pending_zones(self) -> list[str]:
+        """Return the zones of the pending rows."""
+
+    @abstractmethod
+    def record_digests(self, release: str, digests: dict[str, str]) -> None:
+        """Record the digest of each zone's rules under `release` (a recorded one is kept) and
+        raise the queue's tz release to `release` (never lower it)."""
+
+    @abstractmethod
+    def bump_release(self, old: str, tz: str, release: str, now: int, limit: int) -> int:
+        """Mark up to `limit` pending rows of zone `tz` computed by `old`, and not held by a
+        tick, as computed by `release`, changing nothing else; return how many."""
+
+    @abstractmethod
     def queue_release(self) -> str | None:
         """Return the newest tz release the queue's fires were computed with, if recorded."""
 

@@ -114,6 +114,22 @@ class SQLStore(Store):
             repeatable=False,
         )
 
+    def stale_zones(self, release: str) -> list[tuple[str, str, str | None]]:
+        return self._read(lambda run: tz_sql.stale_zones(run, self.dialect, release), "recompute")
+
+    def pending_zones(self) -> list[str]:
+        return self._read(lambda run: tz_sql.pending_zones(run, self.dialect), "recompute")
+
+    def record_digests(self, release: str, digests: dict[str, str]) -> None:
+        self._write(
+            lambda run: tz_sql.record_digests(run, self.dialect, release, digests), "recompute"
+        )
+
+    def bump_release(self, old: str, tz: str, release: str, now: int, limit: int) -> int:
+        return self._write(
+            lambda run: tz_sql.bump(run, self.dialect, old, tz, release, now, limit), "recompute"
+        )
+
     def queue_release(self) -> str | None:
         return self._read(lambda run: tz_sql.queue_release(run, self.dialect), "tz release")
 

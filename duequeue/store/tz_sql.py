@@ -13,9 +13,22 @@ from typing import Any
 from duequeue.store.base import FireMove, Refire, StaleFire
 from duequeue.store.sql import Dialect, Row, Run
 
-# The tick's check: one probe of the index, the first entry below the release.
+# The tick's check: one probe of the index (the first entry below the release) and one of the
+# queue's release (a queue that has not recorded this release yet gets a pass, which finds no
+# row to compute and records the release and its zones' digests).
 STALE = """SELECT EXISTS (SELECT 1 FROM reminders
-    WHERE fire_release < :release AND next_fire_at IS NOT NULL)"""
+        WHERE fire_release < :release AND next_fire_at IS NOT NULL)
+    OR NOT EXISTS (SELECT 1 FROM queue_meta WHERE name = 'tz_release' AND value >= :release)"""
+
+# Which (release, zone) pairs the stale rows hold: read once a pass, over the stale rows only.
+_STALE_ZONES = """SELECT DISTINCT fire_release, tz FROM reminders
+    WHERE fire_release < :release AND next_fire_at IS NOT NULL"""
+
+_PENDING_ZONES = "SELECT DISTINCT tz FROM reminders WHERE next_fire_at IS NOT NULL"
+
+_READ_DIGEST = "SELECT value FROM queue_meta WHERE name = :name"
+_DIGEST = """INSERT INTO queue_meta (name, value) VALUES (:name, :digest)
+    ON CONFLICT (name) DO NOTHING"""
 
 _COLUMNS = """id, rule_kind, rule, tz, dtstart, start_wall, after_wall, fire_at, next_fire_at,
     error_count, fire_release"""
@@ -62,6 +75,55 @@ def lease(
         {"release": release, "now": now, "limit": limit, "owner": owner, "until": now + lease_ms},
     )
     return sorted((_stale(r) for r in rows), key=lambda s: s.reminder_id)
+
+
+def stale_zones(run: Run, d: Dialect, release: str) -> list[tuple[str, str, str | None]]:
+    """Return each (older release, zone) the stale rows hold, with the digest recorded for the
+    zone under that release (None when none was); see Store.stale_zones."""
+    pairs = [(str(r[0]), str(r[1])) for r in run(d.sql(_STALE_ZONES), {"release": release})]
+    if not pairs:
+        return []
+    found = []
+    for rel, tz in pairs:  # a pair per zone and release: a few hundred at most
+        value = run(d.sql(_READ_DIGEST), {"name": _digest_name(rel, tz)})
+        found.append((rel, tz, str(value[0][0]) if value else None))
+    return found
+
+
+def pending_zones(run: Run, d: Dialect) -> list[str]:
+    """Return the zones of the pending rows."""
+    return [str(r[0]) for r in run(d.sql(_PENDING_ZONES), {})]
+
+
+def record_digests(run: Run, d: Dialect, release: str, digests: dict[str, str]) -> None:
+    """Record each zone's digest under `release` (kept once written) and raise the queue's
+    release to `release`."""
+    run.many(
+        d.sql(_DIGEST),
+        [{"name": _digest_name(release, tz), "digest": v} for tz, v in sorted(digests.items())],
+    )
+    raise_queue_release(run, d, release)
+
+
+def bump(run: Run, d: Dialect, old: str, tz: str, release: str, now: int, limit: int) -> int:
+    """Mark up to `limit` pending rows of zone `tz` computed by `old` as computed by `release`,
+    unchanged (the zone's rules are the same in both), skipping rows a tick holds."""
+    rows = f"""SELECT id FROM reminders
+        WHERE fire_release = :old AND next_fire_at IS NOT NULL AND tz = :tz
+          AND (lease_until IS NULL OR lease_until < :now)
+        ORDER BY fire_release, id LIMIT :limit {d.skip_locked}"""
+    done = run(
+        d.sql(
+            f"""UPDATE reminders SET fire_release = :release
+                WHERE {d.in_select("id", rows)} RETURNING id"""
+        ),
+        {"old": old, "tz": tz, "release": release, "now": now, "limit": limit},
+    )
+    return len(done)
+
+
+def _digest_name(release: str, tz: str) -> str:
+    return f"zone:{release}:{tz}"
 
 
 def read(run: Run, d: Dialect, release: str, after_id: int, limit: int) -> list[StaleFire]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from duequeue.engine import settle
+from duequeue.engine import recompute, settle
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.schedule import zones
 from duequeue.store import open_store
@@ -257,7 +257,9 @@ def test_a_version_6_database_is_upgraded_in_place_without_moving_a_fire(
         "SELECT fire_at, start_wall, after_wall, fire_release FROM reminders WHERE id = 1"
     ).fetchall()
     assert row == [(to_ms(SWAP_FIRE), "2027-03-13T09:00:00", "2027-03-14T08:59:59.999000", "2099a")]
-    assert conn.execute("SELECT value FROM queue_meta").fetchall() == [("2099a",)]
+    assert conn.execute("SELECT value FROM queue_meta WHERE name = 'tz_release'").fetchall() == [
+        ("2099a",)
+    ]
     conn.close()
     assert cli("stats", "--json").json()["moved_fires"] == 0
     # Newer rules then move it as they would a row stored by this version.
@@ -268,3 +270,25 @@ def test_a_version_6_database_is_upgraded_in_place_without_moving_a_fire(
         "03-15 09:00",
         "03-16 09:00",
     ]
+
+
+def test_rows_of_a_zone_the_update_did_not_change_are_not_computed_again(
+    db: Db, http: HttpSink, tz: Folders, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tz.use(tz.a)
+    cli = Cli(db, ADDED)
+    same = [
+        cli.add("--cron", f"{i} 9 * * *", "--tz", "Test/Same", "--webhook", http.url("/s"))
+        for i in range(5)
+    ]
+    moved = cli.add("--at", "2027-03-14T09:00", *ZONE, "--webhook", http.url("/m"))
+    ticks(db, ADDED, ADDED + timedelta(minutes=1))  # records the zones' digests under A
+    tz.use(tz.b)
+    computed: list[int] = []
+    real = recompute.refire
+    monkeypatch.setattr(
+        recompute, "refire", lambda row: computed.append(row.reminder_id) or real(row)
+    )
+    done = cli("recompute", "--json").json()
+    assert (done["checked"], done["moved"], computed) == (6, 1, [moved])
+    assert {r["fire_release"] for r in cli.inspect() if r["id"] in same} == {"2099b"}
