@@ -4,8 +4,9 @@ benchmarks/tz_rules_change.py and benchmarks/tz_recompute.py).
 `Test/Zone` is the issue's zone: US daylight time under release A (2099a), none from
 2026-11-01 under release B (2099b). `Test/Vancouver` is 2026f's change: US daylight time under
 A, daylight time for good from 2026-03-08 under B. `Test/Gap` gets daylight time (a gap at
-02:00 on 2027-03-14) only under B. `Test/Same` is the same in both. Releases of year 2099 sort after any real one, so the
-folders win over the `tzdata` package, as a newer system folder would (docs/time.md).
+02:00 on 2027-03-14) only under B. `Test/Same` is the same in both. Releases of year 2099
+sort after any real one, so the folders win over the `tzdata` package, as a newer system
+folder would (docs/time.md).
 """
 
 import shutil
