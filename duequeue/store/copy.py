@@ -17,7 +17,9 @@ from duequeue.store.postgres import Cursor, PostgresStore
 from duequeue.store.sqlite import SQLiteStore
 
 # Parents before children, so the foreign keys hold row by row.
-TABLES = ("reminders", "targets", "deliveries", "dead_letters", "target_retries")
+TABLES = ("reminders", "targets", "deliveries", "dead_letters", "target_retries", "fire_moves")
+# Copied as they are, without ids: the queue's tz release and its zones' digests.
+META = "queue_meta"
 _NOT_COPIED = {"lease_owner", "lease_until"}
 
 
@@ -30,6 +32,7 @@ class Copied:
     deliveries: int
     dead_letters: int
     target_retries: int
+    fire_moves: int = 0
 
 
 def sqlite_to_postgres(source: str, target: str) -> Copied:
@@ -59,7 +62,7 @@ def sqlite_to_postgres(source: str, target: str) -> Copied:
 
 def _copy(conn: apsw.Connection, cur: Cursor, where: str) -> dict[str, int]:
     # Nobody may add or tick in between the emptiness check and the copy.
-    cur.execute(f"LOCK TABLE {', '.join(TABLES)} IN EXCLUSIVE MODE")
+    cur.execute(f"LOCK TABLE {', '.join(TABLES)}, {META} IN EXCLUSIVE MODE")
     for table in TABLES:
         cur.execute(f"SELECT count(*) FROM {table}")
         row = cur.fetchone()
@@ -87,6 +90,9 @@ def _copy(conn: apsw.Connection, cur: Cursor, where: str) -> dict[str, int]:
             f"""SELECT setval(pg_get_serial_sequence('{table}', 'id'),
                               (SELECT coalesce(max(id), 0) + 1 FROM {table}), false)""".encode()
         )
+    with cur.copy(f"COPY {META} (name, value) FROM STDIN".encode()) as copy:
+        for values in _rows(conn, f"SELECT name, value FROM {META} ORDER BY name"):
+            copy.write_row(values)
     return counts
 
 
