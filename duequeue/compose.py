@@ -167,6 +167,7 @@ def build_reminder(
         key=validate.key(req.key),
         start_wall=start_wall,
         release=schedule.data_release(),
+        zone_digest=None if zone.key == "UTC" else schedule.zone_digest(zone.key),
     )
 
 

@@ -51,7 +51,9 @@ def catch_up(store: Store, now: int, release: str, *, batch: int = BATCH) -> Pas
     """
     owner = "recompute-" + uuid.uuid4().hex
     done = Pass(release)
+    seen: set[str] = set()
     for old, tz, recorded in store.stale_zones(release):
+        seen.add(tz)
         if recorded is not None and recorded == zones.digest(tz):
             while marked := store.bump_release(old, tz, release, now, batch):
                 done.checked += marked
@@ -59,10 +61,12 @@ def catch_up(store: Store, now: int, release: str, *, batch: int = BATCH) -> Pas
         rows = store.lease_stale(release, now, batch, LEASE_MS, owner)
         if not rows:
             break
+        seen.update(row.tz for row in rows)
         refires = [refire(row) for row in rows]
         done.moved += store.refire(owner, release, now, refires)
         _count(done, refires)
-    digests = {tz: d for tz in store.pending_zones() if (d := zones.digest(tz)) is not None}
+    seen.discard("UTC")
+    digests = {tz: d for tz in sorted(seen) if (d := zones.digest(tz)) is not None}
     store.record_digests(release, digests)
     return done
 

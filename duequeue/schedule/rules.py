@@ -183,6 +183,11 @@ def wall_text(instant: datetime, tz: str) -> str:
     return to_wall(instant, parse_zone(tz)).isoformat()
 
 
+def zone_digest(name: str) -> str | None:
+    """Return the digest of zone `name`'s compiled rules in the data in use (zones.py)."""
+    return zones.digest(name)
+
+
 def data_release() -> str:
     """Return the tz release the zones are read from ('' when unknown)."""
     return release.in_use() or ""

@@ -51,6 +51,7 @@ class NewReminder:
     # instant) and the tz release that computed dtstart and fire_at ('' unknown).
     start_wall: str | None = None
     release: str = ""
+    zone_digest: str | None = None  # of tz's compiled rules under `release` (recompute.py)
 
 
 @dataclass(slots=True)
@@ -530,10 +531,6 @@ class Store(ABC):
     def stale_zones(self, release: str) -> list[tuple[str, str, str | None]]:
         """Return each (older release, zone) that pending rows computed by a release older than
         `release` hold, with the digest of the zone's rules recorded under that release."""
-
-    @abstractmethod
-    def pending_zones(self) -> list[str]:
-        """Return the zones of the pending rows."""
 
     @abstractmethod
     def record_digests(self, release: str, digests: dict[str, str]) -> None:

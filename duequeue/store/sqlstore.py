@@ -117,9 +117,6 @@ class SQLStore(Store):
     def stale_zones(self, release: str) -> list[tuple[str, str, str | None]]:
         return self._read(lambda run: tz_sql.stale_zones(run, self.dialect, release), "recompute")
 
-    def pending_zones(self) -> list[str]:
-        return self._read(lambda run: tz_sql.pending_zones(run, self.dialect), "recompute")
-
     def record_digests(self, release: str, digests: dict[str, str]) -> None:
         self._write(
             lambda run: tz_sql.record_digests(run, self.dialect, release, digests), "recompute"

@@ -24,8 +24,6 @@ STALE = """SELECT EXISTS (SELECT 1 FROM reminders
 _STALE_ZONES = """SELECT DISTINCT fire_release, tz FROM reminders
     WHERE fire_release < :release AND next_fire_at IS NOT NULL"""
 
-_PENDING_ZONES = "SELECT DISTINCT tz FROM reminders WHERE next_fire_at IS NOT NULL"
-
 _READ_DIGEST = "SELECT value FROM queue_meta WHERE name = :name"
 _DIGEST = """INSERT INTO queue_meta (name, value) VALUES (:name, :digest)
     ON CONFLICT (name) DO NOTHING"""
@@ -88,11 +86,6 @@ def stale_zones(run: Run, d: Dialect, release: str) -> list[tuple[str, str, str 
         value = run(d.sql(_READ_DIGEST), {"name": _digest_name(rel, tz)})
         found.append((rel, tz, str(value[0][0]) if value else None))
     return found
-
-
-def pending_zones(run: Run, d: Dialect) -> list[str]:
-    """Return the zones of the pending rows."""
-    return [str(r[0]) for r in run(d.sql(_PENDING_ZONES), {})]
 
 
 def record_digests(run: Run, d: Dialect, release: str, digests: dict[str, str]) -> None:
