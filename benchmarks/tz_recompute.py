@@ -105,7 +105,7 @@ def probe(db: Path, rounds: int = 201) -> tuple[float, float]:
         d = store.dialect
         for _ in range(rounds):
             started = time.perf_counter()
-            if store.stale_fires("2099b"):
+            if store.stale_fires("2099b", NOW, 3):
                 raise RuntimeError("rows left stale after the pass")
             check.append(time.perf_counter() - started)
             started = time.perf_counter()
@@ -166,9 +166,12 @@ def run(rows: int, small: int = 10_000, target: float = 1.5) -> list[Result]:
             baseline=f"the claim's due read {due * 1e6:.0f} us",
             measured=f"release check {check * 1e6:.0f} us",
             ratio=check / due,
-            target="<= 2x",
-            ok=check / due <= 2,
-            note="median of 201; one probe of reminders_release and one of queue_meta",
+            target="<= 3x",
+            ok=check / due <= 3,
+            note=(
+                "median of 201; on SQLite the check makes the claim's read first, then probes "
+                "reminders_release and queue_meta"
+            ),
         ),
     ]
 

@@ -153,19 +153,19 @@ def tick(
     with _rare_collections():
         # The first claim runs here, before any thread or event loop: the tick with nothing due
         # (the common case, every minute) stays free of asyncio, threads, aiohttp and smtplib.
-        catch_up(store, now)
+        catch_up(store, now, options.policy.max_errors)
         first = store.claim(now, options.limit, options.policy.max_errors, options.lease_ms, owner)
         if not first:
             return TickSummary()
         return _Tick(store, now, options, clock, owner).run(first)
 
 
-def catch_up(store: Store, now: int) -> int:
+def catch_up(store: Store, now: int, max_errors: int = 3) -> int:
     """Compute again, before anything is claimed, the pending fires an older tz release
     computed; return how many moved. On a tick with nothing to compute this is one index probe
     and a release read from a file's first line (schedule/release.py)."""
     mine = release.in_use()
-    if not mine or not store.stale_fires(mine):
+    if not mine or not store.stale_fires(mine, now, max_errors):
         return 0
     return recompute.catch_up(store, now, mine).moved
 

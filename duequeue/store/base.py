@@ -504,10 +504,12 @@ class Store(ABC):
         """Check the database itself (schema version, integrity, journal mode) for `doctor`."""
 
     @abstractmethod
-    def stale_fires(self, release: str) -> bool:
-        """Return whether a pending row's fire was computed by a release older than `release`.
+    def stale_fires(self, release: str, now: int, max_errors: int) -> bool:
+        """Return whether a pending row's fire was computed by a release older than `release`,
+        or the queue has not recorded `release` yet.
 
-        One index probe: what every tick pays to notice a tz data update.
+        Two index probes: what every tick pays to notice a tz data update (a store that reads
+        before it claims makes that read first, `now` and `max_errors` being the claim's).
         """
 
     @abstractmethod

@@ -86,11 +86,17 @@ class SQLStore(Store):
 
     # -- zone rules changes -------------------------------------------------------------------
 
-    def stale_fires(self, release: str) -> bool:
+    def stale_fires(self, release: str, now: int, max_errors: int) -> bool:
         d = self.dialect
-        return bool(
-            self._read(lambda run: run(d.sql(tz_sql.STALE), {"release": release})[0][0], "tz check")
-        )
+
+        def work(run: Run) -> bool:
+            if d.read_before_claim:
+                # The claim's own first read comes first: a damaged file is then refused before
+                # a pass writes anything to it, as it was before there was a pass.
+                run(d.sql(claim_sql.ANY_DUE), {"now": now, "max": max_errors})
+            return bool(run(d.sql(tz_sql.STALE), {"release": release})[0][0])
+
+        return self._read(work, "tz check")
 
     def lease_stale(
         self, release: str, now: int, limit: int, lease_ms: int, owner: str
