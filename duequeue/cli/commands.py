@@ -327,7 +327,9 @@ def next_(
         typer.echo(f"reminder {found.id} is {found.state}: no further fires")
     else:
         typer.echo(output.fires_text(found.tz, found.fires))
-        typer.echo(output.intent_text(found))
+        note = output.intent_note(found)
+        if note:
+            typer.echo(f"duequeue: note: {note}", err=True)
 
 
 def migrate(

@@ -95,18 +95,22 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
     return table.render(columns, rows, width, wrap=("subject", "targets", "rule", "last error"))
 
 
-def intent_text(f: Fires) -> str:
-    """Return what `next` says of a reminder's stored intent and the tz data behind its fires."""
-    start = (
-        f"starts at {f.start_wall:%Y-%m-%d %H:%M:%S} wall time in {f.tz}"
-        if f.start_wall is not None
-        else "starts at an instant"
-    )
+def intent_note(f: Fires) -> str | None:
+    """Return what `next` notes when the pending fire was computed with other tz data than this
+    host reads (the fires it prints may then move), else None."""
+    if not f.tz_release or not f.fires or f.fire_release == f.tz_release:
+        return None
     computed = f.fire_release or "an unrecorded release"
-    line = f"{start}; pending fire computed with tz data {computed}"
-    if f.tz_release and f.fire_release != f.tz_release:
-        line += f", this host reads {f.tz_release} (`duequeue recompute --dry-run`)"
-    return line
+    start = (
+        f"its start is {f.start_wall:%Y-%m-%d %H:%M:%S} wall time in {f.tz}"
+        if f.start_wall is not None
+        else "its start is an instant"
+    )
+    return (
+        f"the pending fire was computed with tz data {computed}, this host reads "
+        f"{f.tz_release} ({start}): a host with the newer data computes it again "
+        "(`duequeue recompute --dry-run` lists what moves)"
+    )
 
 
 def _wall(local: datetime | None) -> str:
