@@ -11,6 +11,7 @@ with nothing due never pays for it.
 import hashlib
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib.resources import files
 from zoneinfo import ZoneInfo, reset_tzpath
 
@@ -46,6 +47,7 @@ def in_use() -> TzData:
     return _in_use
 
 
+@lru_cache(maxsize=1024)  # `import` asks once a line; reset() forgets them
 def digest(name: str) -> str | None:
     """Return a digest of the compiled rules zone `name` is loaded from, None if unreadable.
 
@@ -75,6 +77,7 @@ def reset() -> None:
     release.forget()
     reset_tzpath()
     ZoneInfo.clear_cache()
+    digest.cache_clear()
 
 
 def zone(name: str) -> ZoneInfo:
