@@ -76,6 +76,7 @@ def fired(http: HttpSink, path: str) -> list[str]:
 
 
 ZONE = ("--tz", "Test/Zone")
+HOOK = "http://127.0.0.1:9/never-called"
 # (path, add arguments, tz, local wall times delivered: 13th and 14th under A until the swap)
 TABLE = [
     ("/cron", ("--cron", "0 9 * * *", *ZONE), "Test/Zone"),
@@ -292,3 +293,40 @@ def test_rows_of_a_zone_the_update_did_not_change_are_not_computed_again(
     done = cli("recompute", "--json").json()
     assert (done["checked"], done["moved"], computed) == (6, 1, [moved])
     assert {r["fire_release"] for r in cli.inspect() if r["id"] in same} == {"2099b"}
+
+
+def test_recompute_dry_run_lists_the_moves_and_writes_nothing_then_recompute_moves_them(
+    db: Db, http: HttpSink, tz: Folders
+) -> None:
+    tz.use(tz.a)
+    cli = Cli(db, ADDED)
+    daily = cli.add("--rrule", "FREQ=DAILY", "--at", "2027-03-14T09:00", *ZONE, "--webhook", HOOK)
+    cli.add("--at", "2027-03-14T16:00Z", *ZONE, "--webhook", HOOK)  # an instant: never moves
+    tz.use(tz.b)
+    dry = cli("recompute", "--dry-run", "--json").json()
+    assert dry == {
+        "release": "2099b",
+        "dry_run": True,
+        "checked": 2,
+        "moved": 1,
+        "moves": [
+            {
+                "id": daily,
+                "old_fire_at": "2027-03-14T16:00:00.000Z",
+                "new_fire_at": "2027-03-14T17:00:00.000Z",
+                "old_release": "2099a",
+            }
+        ],
+    }
+    assert cli("history", str(daily), "--json").json()["moved_fires"] == []
+    text = cli("recompute").out
+    assert (
+        text.splitlines()[-1] == "moved 1 of 2 pending fires computed by tz data older than 2099b"
+    )
+    (row,) = [r for r in cli.inspect() if r["id"] == daily]
+    assert (row["fire_at"], row["local_fire_at"], row["fire_release"]) == (
+        "2027-03-14T17:00:00.000Z",
+        "2027-03-14T09:00:00-08:00",
+        "2099b",
+    )
+    assert cli("recompute", "--dry-run", "--json").json()["checked"] == 0
