@@ -330,3 +330,19 @@ def test_recompute_dry_run_lists_the_moves_and_writes_nothing_then_recompute_mov
         "2099b",
     )
     assert cli("recompute", "--dry-run", "--json").json()["checked"] == 0
+
+
+def test_a_rescheduled_reminder_follows_its_new_time_through_a_rules_change(
+    db: Db, http: HttpSink, tz: Folders
+) -> None:
+    # The wall time kept for a rules change is the new --at's, not the one first added: else the
+    # recompute would put the fire back where it was before the reschedule.
+    tz.use(tz.a)
+    cli = Cli(db, ADDED)
+    rid = cli.add("--at", "2027-03-14T09:00", *ZONE, "--webhook", http.url("/moved"))
+    r = cli("reschedule", str(rid), "--at", "2027-03-15T09:00", *ZONE)
+    assert r.code == 0, r.err
+    ticks(db, ADDED, SWAP)
+    tz.use(tz.b)
+    ticks(db, SWAP, END)
+    assert [tz.local(f, "Test/Zone") for f in fired(http, "/moved")] == ["03-15 09:00"]
