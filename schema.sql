@@ -28,6 +28,13 @@ CREATE TABLE reminders (
     cancelled_at     INTEGER,
     created_at       INTEGER NOT NULL,
     updated_at       INTEGER NOT NULL,
+    -- Version 8 (docs/time.md "When zone rules change"). What the user meant, so a fire can be
+    -- computed again under newer zone rules: the wall time `--at` named in tz (NULL: an instant,
+    -- given in UTC or with an offset), and the wall time the pending fire was found after (the
+    -- last fire passed, as the zone's clocks showed it then; NULL: from the start).
+    start_wall       TEXT,
+    after_wall       TEXT,
+    fire_release     TEXT NOT NULL DEFAULT '', -- tz release that computed the pending fire; '' unknown
     CHECK ((rule_kind IS NULL) = (rule IS NULL))
 );
 
@@ -114,6 +121,30 @@ CREATE INDEX reminders_retrying ON reminders (id)
     WHERE error_count > 0 AND next_fire_at IS NOT NULL;
 CREATE INDEX dead_letters_open ON dead_letters (reminder_id) WHERE retried_at IS NULL;
 
+-- Version 8. Pending fires whose zone data is older than a release (the tick's check and the
+-- recompute pass walk this index from its start); parked rows are not in it.
+CREATE INDEX reminders_release ON reminders (fire_release, id) WHERE next_fire_at IS NOT NULL;
+
+-- Version 8. Queue-wide values: 'tz_release', the newest tz release the queue's fires were
+-- computed with (hosts with older data do not compute back).
+CREATE TABLE queue_meta (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- Version 8. A pending fire moved by a zone rules change: its instant before and after, and the
+-- tz releases of each (`history`, `stats`).
+CREATE TABLE fire_moves (
+    id          INTEGER PRIMARY KEY,
+    reminder_id INTEGER NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
+    old_fire_at INTEGER NOT NULL,
+    new_fire_at INTEGER NOT NULL,
+    old_release TEXT NOT NULL,
+    new_release TEXT NOT NULL,
+    moved_at    INTEGER NOT NULL
+);
+
+CREATE INDEX fire_moves_reminder ON fire_moves (reminder_id, id);
 
 -- Version 9. What `reschedule` and `edit` changed, one line each, for `history`.
 CREATE TABLE reminder_changes (

@@ -15,6 +15,7 @@ from benchmarks import (
     email_delivery,
     empty_tick,
     report,
+    tz_recompute,
     webhook_delivery,
 )
 from benchmarks.common import Result, compile_all
@@ -50,6 +51,10 @@ def main() -> None:
         ("claim cost", lambda: [claim_cost.run(10_000 if quick else 1_000_000)]),
         ("empty tick", lambda: [empty_tick.run(5 if quick else 31)]),
         ("bulk import", lambda: [bulk_import.run(1_000 if quick else 100_000)]),
+        (
+            "recompute after a tz data update",
+            lambda: tz_recompute.run(10_000 if quick else 1_000_000, 1_000 if quick else 10_000),
+        ),
     ]
     results: list[Result] = []
     started = time.perf_counter()

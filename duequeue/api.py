@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         Page,
         Preview,
         PruneCounts,
+        Recomputed,
         Reminder,
         Stats,
         View,
@@ -459,6 +460,12 @@ class Queue:
         now = _now()
         counts = ops.prune(self._open(), age, now, dry_run)
         return convert.prune_counts(counts, now - age, dry_run)
+
+    def recompute(self, *, dry_run: bool = False) -> Recomputed:
+        """Compute again, from what the user meant, every pending fire an older tz data release
+        computed, as the next tick would (`duequeue recompute`); with `dry_run`, list what would
+        move and write nothing. Each moved fire is kept in `history`."""
+        return convert.recomputed(ops.recompute(self._open(), _now(), dry_run), dry_run)
 
     def migrate(self, to: str) -> Migrated:
         """Copy this queue's SQLite database into the empty PostgreSQL database `to`, ids and

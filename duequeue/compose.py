@@ -146,6 +146,7 @@ def build_reminder(
         if first is None:
             raise BadInputError("the rule has no fire at or after its start", field=kind)
         fire_at, rule_text = to_ms(first), rule.text
+    start_wall = _start_wall(req.at, zone)
     if req.data_json is not None:
         data = validate.data(req.data_json, "data_json")
     elif req.data is not None:
@@ -165,6 +166,9 @@ def build_reminder(
         misfire_grace_ms=grace,
         key=validate.key(req.key),
         relative=_relative(req.at),
+        start_wall=start_wall,
+        release=schedule.data_release(),
+        zone_digest=None if zone.key == "UTC" else schedule.zone_digest(zone.key),
     )
 
 
@@ -173,6 +177,21 @@ def _relative(at: str | datetime | timedelta | None) -> bool:
     if at is None or isinstance(at, timedelta):
         return True
     return isinstance(at, str) and (at.strip().lower() == "now" or at.strip().startswith("+"))
+
+
+def _start_wall(at: str | datetime | timedelta | None, zone: "ZoneInfo") -> str | None:
+    """Return the wall time `at` named in the reminder's zone, kept so newer zone rules can
+    place it again (like RFC 5545's DTSTART;TZID=); None when it named an instant (UTC, an
+    offset, a time from now), which no rules change moves."""
+    if zone.key == "UTC":
+        return None
+    if isinstance(at, str):
+        wall = schedule.named_wall(at)
+    elif isinstance(at, datetime) and _zone_of(at) == zone.key:
+        wall = at.replace(tzinfo=None)
+    else:
+        wall = None
+    return None if wall is None else wall.isoformat()
 
 
 def _targets(req: AddRequest, settings: Mapping[str, Any]) -> tuple[NewTarget, ...]:
@@ -353,7 +372,15 @@ def new_schedule(
             f"note: the new fire, {iso(to_ms(fire))}, is in the past: it goes out at the next tick"
         )
     return (
-        NewSchedule(zone.key, to_ms(start), to_ms(fire), kind, text if kind is not None else None),
+        NewSchedule(
+            zone.key,
+            to_ms(start),
+            to_ms(fire),
+            kind,
+            text if kind is not None else None,
+            start_wall=_start_wall(at, zone) if at is not None else None,
+            release=schedule.data_release() if at is not None else "",
+        ),
         notes,
     )
 

@@ -18,13 +18,17 @@ from duequeue.timefmt import from_ms
 if TYPE_CHECKING:
     from duequeue import results
     from duequeue.channels import registry
+    from duequeue.engine import recompute
     from duequeue.ops import Ledger
+    from duequeue.schedule import zones
     from duequeue.store.copy import Copied
 else:
     # Loaded on first use: results' twenty dataclasses cost a fifth of cron's empty tick, which
     # needs a TickSummary alone (tick_summary.py), and shows no target.
     results = LazyModule("duequeue.results")
     registry = LazyModule("duequeue.channels.registry")
+    # Zones only to show a fire on its zone's clocks (inspect, history): never on cron's tick.
+    zones = LazyModule("duequeue.schedule.zones")
 
 _MS = timedelta(milliseconds=1)
 
@@ -67,12 +71,25 @@ def reminder(v: store.ReminderView) -> results.Reminder:
         start=_when(v.dtstart),
         dead_fire_at=_when(v.dead_fire_at),
         dead_at=_when(v.dead_at),
+        start_wall=None if v.start_wall is None else datetime.fromisoformat(v.start_wall),
+        local_fire_at=_local(v.fire_at, v.tz),
+        fire_release=v.fire_release,
     )
 
 
 def changed(view: store.ReminderView, notes: Iterable[str]) -> results.Changed:
     """Return what reschedule or edit did."""
     return results.Changed(reminder(view), tuple(notes))
+
+
+def _local(at: int | None, tz: str) -> datetime | None:
+    """Return an instant on a zone's clocks, or None (none, or a zone this data lacks)."""
+    if at is None:
+        return None
+    try:
+        return from_ms(at).astimezone(zones.zone(tz))
+    except (KeyError, ValueError, OSError):
+        return None
 
 
 def history(ledger: Ledger) -> results.History:
@@ -113,6 +130,16 @@ def history(ledger: Ledger) -> results.History:
             for r in ledger.retries
         ),
         changes=tuple(results.Revision(from_ms(at), what) for at, what in ledger.changes),
+        moved_fires=tuple(
+            results.MovedFire(
+                old_fire_at=from_ms(m.old_fire_at),
+                new_fire_at=from_ms(m.new_fire_at),
+                old_release=m.old_release or "unknown",
+                new_release=m.new_release,
+                moved_at=from_ms(m.moved_at),
+            )
+            for m in ledger.moves
+        ),
     )
 
 
@@ -166,6 +193,26 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         failed_last_day=s.failed_last_day,
         last_successful_tick=_when(s.last_tick_ok_at),
         hosts=tuple(results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS) for h in s.hosts),
+        moved_fires=s.moved_fires,
+    )
+
+
+def recomputed(done: recompute.Pass, dry_run: bool) -> results.Recomputed:
+    """Return what a recompute pass did (or would do)."""
+    return results.Recomputed(
+        release=done.release,
+        dry_run=dry_run,
+        checked=done.checked,
+        moved=done.moved,
+        moves=tuple(
+            results.MovedBy(
+                reminder_id=m.reminder_id,
+                old_fire_at=from_ms(m.old_fire_at),
+                new_fire_at=from_ms(m.fire_at),
+                old_release=m.old_release or "unknown",
+            )
+            for m in done.moves
+        ),
     )
 
 
@@ -231,7 +278,15 @@ def preview(tz: str, local: Iterable[datetime], notes: Iterable[str]) -> results
 
 def next_fires(v: store.ReminderView, local: Iterable[datetime]) -> results.Fires:
     """Return a stored reminder's next fires."""
-    return results.Fires(v.id, v.tz, v.state, fires(local))
+    return results.Fires(
+        v.id,
+        v.tz,
+        v.state,
+        fires(local),
+        start_wall=None if v.start_wall is None else datetime.fromisoformat(v.start_wall),
+        fire_release=v.fire_release or None,
+        tz_release=zones.in_use().version,
+    )
 
 
 def imported(imported: int, skipped: int, notes: Iterable[str]) -> results.ImportResult:

@@ -8,7 +8,7 @@ from duequeue.channels import apprise_urls, smtpprobe
 from duequeue.channels.signing import padding_missing, parse_secrets
 from duequeue.config import env_name
 from duequeue.errors import ConfigError, DuequeueError
-from duequeue.schedule import zones
+from duequeue.schedule import release, zones
 from duequeue.store import safe_url
 from duequeue.store.base import HealthCheck
 
@@ -48,6 +48,7 @@ def run(
         return [Check(name, False, detail, fix), *zone_checks("UTC")]
     checks.append(Check("settings", True, "flags, environment and config file are valid"))
     checks.extend(database_checks(settings.db, open_store, clock))
+    checks.extend(tz_release_checks(settings.db, open_store))
     checks.extend(smtp_checks(settings))
     checks.extend(email_targets_check(settings, open_store))
     checks.extend(notify_checks(settings, open_store))
@@ -330,6 +331,50 @@ def target_secret_checks(settings: Any, open_store: Callable[[str], Any]) -> lis
             "refuse it",
             "append the '=' padding at those receivers (same key, same signatures), or cancel "
             "and re-add those reminders with the padded secret",
+        )
+    ]
+
+
+def tz_release_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
+    """Compare the tz release this host reads with the newest the queue's fires were computed
+    with: a host with older data never computes fires back, but says what to update."""
+    if "://" not in db and not _exists(Path(db)):
+        return []  # the database check says so
+    mine = zones.in_use()
+    try:
+        store = open_store(db)
+    except DuequeueError:
+        return []  # the database check says so
+    try:
+        queue = store.queue_release()
+    except DuequeueError:
+        return []
+    finally:
+        store.close()
+    here = mine.describe()
+    if mine.version is None:
+        return [Check("tz release", False, f"this host reads tz data {here}", _NEWER_TZDATA)]
+    if queue is None:
+        detail = f"this host reads {here}; the queue has none recorded yet (the next tick does)"
+        return [Check("tz release", True, detail)]
+    if queue == mine.version:
+        detail = f"this host reads {here}; the queue's fires were computed with {queue}"
+        return [Check("tz release", True, detail)]
+    if release.newer(mine.version, queue):
+        detail = (
+            f"this host reads {here}, newer than the queue's {queue}: the next tick computes "
+            "pending fires again (`duequeue recompute --dry-run` lists what moves)"
+        )
+        return [Check("tz release", True, detail)]
+    return [
+        Check(
+            "tz release",
+            False,
+            f"this host reads {here}, older than the queue's {queue}: its ticks leave fires "
+            f"newer data computed alone, but what it adds or moves on follows older rules "
+            f"until a host with {queue} ticks",
+            f"update this host's tz data to {queue} or newer: `pip install -U tzdata`, or the OS "
+            "package tzdata (duequeue reads the newer of the two)",
         )
     ]
 

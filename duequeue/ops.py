@@ -3,15 +3,18 @@ between `duequeue.Queue` and the store."""
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from duequeue.errors import NotFoundError
+from duequeue.errors import ConfigError, NotFoundError
+from duequeue.lazy import LazyModule
+from duequeue.schedule import release
 from duequeue.store.base import (
     BrowseState,
     Change,
     Dashboard,
     DeadLetter,
     DeliveryRecord,
+    FireMove,
     NewReminder,
     PendingRetry,
     PruneCounts,
@@ -20,6 +23,13 @@ from duequeue.store.base import (
     Store,
 )
 from duequeue.timefmt import to_ms
+
+if TYPE_CHECKING:
+    from duequeue.engine import recompute as recompute_pass
+else:
+    # Loaded on first use: computing fires loads zoneinfo and the recurrence libraries, which
+    # history, stats and the other commands here never need.
+    recompute_pass = LazyModule("duequeue.engine.recompute")
 
 
 def import_reminders(
@@ -38,6 +48,7 @@ class Ledger(NamedTuple):
     dead_letters: list[DeadLetter]
     retries: list[PendingRetry]  # failed targets of a partial success still retrying
     changes: list[tuple[int, str]]  # (at, what) of each reschedule and edit
+    moves: list[FireMove]  # pending fires moved by zone rules changes
 
 
 def history(store: Store, reminder_id: int) -> Ledger:
@@ -51,6 +62,7 @@ def history(store: Store, reminder_id: int) -> Ledger:
         store.dead_letters(reminder_id),
         store.pending_retries(reminder_id),
         store.changes(reminder_id),
+        store.fire_moves(reminder_id),
     )
 
 
@@ -106,6 +118,21 @@ def browse(
 ) -> tuple[list[ReminderView], int | None]:
     """Return a page of reminders, newest first, and the next page's cursor (serve)."""
     return store.browse(state, search, before, limit, to_ms(now))
+
+
+def recompute(store: Store, now: datetime, dry_run: bool) -> recompute_pass.Pass:
+    """Compute again the pending fires an older tz release computed (as the next tick would),
+    or on a dry run list what would move; raise ConfigError when the release in use is unknown.
+    """
+    mine = release.in_use()
+    if not mine:
+        raise ConfigError(
+            "the tz data release in use is unknown: install the tzdata package "
+            "(`pip install -U tzdata`)"
+        )
+    if dry_run:
+        return recompute_pass.dry_run(store, mine)
+    return recompute_pass.catch_up(store, to_ms(now), mine)
 
 
 def prune(store: Store, older_than: timedelta, now: datetime, dry_run: bool) -> PruneCounts:

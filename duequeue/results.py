@@ -22,11 +22,14 @@ __all__ = [
     "HostSeen",
     "ImportResult",
     "Migrated",
+    "MovedBy",
+    "MovedFire",
     "Outcome",
     "Overview",
     "Page",
     "Preview",
     "PruneCounts",
+    "Recomputed",
     "Reminder",
     "State",
     "Stats",
@@ -82,6 +85,9 @@ class Reminder:
     start: datetime | None = None  # the `at` instant: an RRULE's DTSTART
     dead_fire_at: datetime | None = None  # in the `dead` view: the dead fire
     dead_at: datetime | None = None
+    start_wall: datetime | None = None  # the wall time `at` named in tz (None: an instant)
+    local_fire_at: datetime | None = None  # fire_at on the zone's clocks (the rules in use)
+    fire_release: str | None = None  # the tz release that computed fire_at ('' unknown)
 
     @property
     def dead(self) -> bool:
@@ -140,6 +146,9 @@ class Fires:
     tz: str
     state: State
     fires: tuple[Fire, ...]
+    start_wall: datetime | None = None  # the wall time `at` named in tz (None: an instant)
+    fire_release: str | None = None  # the tz release that computed the pending fire
+    tz_release: str | None = None  # the tz release this process reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +202,39 @@ class Changed:
 
 
 @dataclass(frozen=True, slots=True)
+class MovedFire:
+    """A pending fire a zone rules change moved: from old_fire_at (computed by old_release) to
+    new_fire_at (new_release), at moved_at."""
+
+    old_fire_at: datetime
+    new_fire_at: datetime
+    old_release: str
+    new_release: str
+    moved_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MovedBy:
+    """One reminder's pending fire that `recompute` moved (or would move)."""
+
+    reminder_id: int
+    old_fire_at: datetime
+    new_fire_at: datetime
+    old_release: str  # the release that computed old_fire_at ('unknown' before releases were kept)
+
+
+@dataclass(frozen=True, slots=True)
+class Recomputed:
+    """What `recompute` did: pending fires computed by a release older than `release`."""
+
+    release: str  # the tz release in use, which computed them again
+    dry_run: bool
+    checked: int  # pending rows an older release had computed
+    moved: int  # of those, fires whose instant changed
+    moves: tuple[MovedBy, ...]  # the first 1,000 of them
+
+
+@dataclass(frozen=True, slots=True)
 class History:
     """A reminder, every delivery attempt of it (oldest first), its dead letters, and the
     changes reschedule and edit made to it."""
@@ -202,6 +244,7 @@ class History:
     dead_letters: tuple[DeadLetter, ...]
     target_retries: tuple[TargetRetry, ...]
     changes: tuple[Revision, ...] = ()
+    moved_fires: tuple[MovedFire, ...] = ()  # pending fires moved by zone rules changes
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +294,7 @@ class Stats:
     # catches ticks that stopped or fail (a broken crontab, an unreadable config file).
     last_successful_tick: datetime | None = None
     hosts: tuple[HostSeen, ...] = ()  # PostgreSQL: the hosts that ticked in the last day
+    moved_fires: int = 0  # pending fires moved by zone rules changes, ever
 
     @property
     def oldest_due_lateness(self) -> timedelta | None:

@@ -362,6 +362,11 @@ def next_(
                     "tz": found.tz,
                     "state": found.state,
                     "fires": output.fires_json(found.fires),
+                    "start_wall": None
+                    if found.start_wall is None
+                    else found.start_wall.isoformat(),
+                    "fire_release": found.fire_release,
+                    "tz_release": found.tz_release,
                 },
                 indent=2,
             )
@@ -370,6 +375,9 @@ def next_(
         typer.echo(f"reminder {found.id} is {found.state}: no further fires")
     else:
         typer.echo(output.fires_text(found.tz, found.fires))
+        note = output.intent_note(found)
+        if note:
+            typer.echo(f"duequeue: note: {note}", err=True)
 
 
 def migrate(

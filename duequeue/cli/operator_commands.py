@@ -183,6 +183,23 @@ def prune(
         typer.echo(output_ops.prune_text(counts))
 
 
+def recompute(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the fires that would move; change nothing.")
+    ] = False,
+    as_json: JSON = False,
+) -> None:
+    """Compute again the pending fires an older tz data release computed, as the next tick
+    would after a tz data update; each moved fire is kept in `history`."""
+    with context.queue(ctx) as q:
+        done = q.recompute(dry_run=dry_run)
+    if as_json:
+        _echo_json(output_ops.recomputed_json(done))
+    else:
+        typer.echo(output_ops.recomputed_text(done))
+
+
 def doctor(ctx: typer.Context, as_json: JSON = False) -> None:
     """Check the settings, the database, SMTP (a login it requires, email targets without it),
     the webhook secrets, notify targets (Apprise installed, every service known) and the zone

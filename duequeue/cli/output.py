@@ -10,7 +10,9 @@ from duequeue.cli import table
 from duequeue.cli.summary import iso, seconds
 
 if TYPE_CHECKING:
-    from duequeue.results import Fire, Reminder, Target
+    from datetime import datetime
+
+    from duequeue.results import Fire, Fires, Reminder, Target
 
 
 def target_text(t: Target | None) -> str:
@@ -48,12 +50,26 @@ def reminder_json(r: Reminder) -> dict[str, Any]:
         "dead_fire_at": iso(r.dead_fire_at),
         "dead_at": iso(r.dead_at),
         "created_at": iso(r.created_at),
+        "local_fire_at": None if r.local_fire_at is None else r.local_fire_at.isoformat(),
+        "start_wall": None if r.start_wall is None else r.start_wall.isoformat(),
+        "fire_release": r.fire_release or None,
     }
 
 
 def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
     """Return a table of reminders: one line each fitted to `width`, or tab-separated (None)."""
-    columns = ("id", "subject", "targets", "rule", "state", "fire", "late", "errors", "last error")
+    columns = (
+        "id",
+        "subject",
+        "targets",
+        "rule",
+        "state",
+        "fire",
+        "local",
+        "late",
+        "errors",
+        "last error",
+    )
     rows = []
     for r in reminders:
         fire = r.dead_fire_at if r.dead_fire_at is not None else r.next_fire_at
@@ -70,6 +86,7 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
                 f"{'rrule' if r.rrule else 'cron'}: {rule} ({r.tz})" if rule else f"once ({r.tz})",
                 "dead" if r.dead_fire_at is not None else r.state,
                 _to_the_second(iso(fire)),
+                _wall(r.local_fire_at if r.dead_fire_at is None else None),
                 "-" if late is None else f"{late:.1f}s",
                 str(r.error_count),
                 r.last_error or "",
@@ -83,6 +100,29 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
         # At 80 columns: what, to whom, in which state and when, and why it failed.
         keep=("id", "subject", "state", "fire", "targets", "last error"),
     ).with_note()
+
+
+def intent_note(f: Fires) -> str | None:
+    """Return what `next` notes when the pending fire was computed with other tz data than this
+    host reads (the fires it prints may then move), else None."""
+    if not f.tz_release or not f.fires or f.fire_release == f.tz_release:
+        return None
+    computed = f.fire_release or "an unrecorded release"
+    start = (
+        f"its start is {f.start_wall:%Y-%m-%d %H:%M:%S} wall time in {f.tz}"
+        if f.start_wall is not None
+        else "its start is an instant"
+    )
+    return (
+        f"the pending fire was computed with tz data {computed}, this host reads "
+        f"{f.tz_release} ({start}): a host with the newer data computes it again "
+        "(`duequeue recompute --dry-run` lists what moves)"
+    )
+
+
+def _wall(local: datetime | None) -> str:
+    """Return a fire on its zone's clocks, e.g. `03-14 09:00 PST`."""
+    return "-" if local is None else f"{local:%m-%d %H:%M} {local.tzname()}"
 
 
 def _to_the_second(stamp: str | None) -> str:

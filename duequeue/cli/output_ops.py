@@ -15,7 +15,15 @@ from duequeue.cli.summary import iso, seconds
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
-    from duequeue.results import Change, ConfigReport, DoctorReport, History, PruneCounts, Stats
+    from duequeue.results import (
+        Change,
+        ConfigReport,
+        DoctorReport,
+        History,
+        PruneCounts,
+        Recomputed,
+        Stats,
+    )
 
 
 def history_json(h: History) -> dict[str, Any]:
@@ -54,6 +62,16 @@ def history_json(h: History) -> dict[str, Any]:
             for r in h.target_retries
         ],
         "changes": [{"at": iso(c.at), "change": c.what} for c in h.changes],
+        "moved_fires": [
+            {
+                "old_fire_at": iso(m.old_fire_at),
+                "new_fire_at": iso(m.new_fire_at),
+                "old_release": m.old_release,
+                "new_release": m.new_release,
+                "moved_at": iso(m.moved_at),
+            }
+            for m in h.moved_fires
+        ],
     }
 
 
@@ -141,6 +159,19 @@ def history_text(h: History, width: int | None) -> str:
         # One line each, time first: a change is a sentence, not columns.
         parts += ["", "changes (reschedule, edit)"]
         parts += [f"{iso(c.at)}  {c.what}" for c in h.changes]
+    if h.moved_fires:
+        moved: list[tuple[str, ...]] = [
+            (
+                iso(m.old_fire_at) or "",
+                iso(m.new_fire_at) or "",
+                f"{m.old_release} -> {m.new_release}",
+                iso(m.moved_at) or "",
+            )
+            for m in h.moved_fires
+        ]
+        shown = ("fire", "moved to", "tz data", "moved at")
+        moves = table.render(shown, moved, width).with_note()
+        parts += ["", "fires moved by zone rules changes", moves]
     return "\n".join(parts)
 
 
@@ -187,6 +218,7 @@ def stats_json(s: Stats) -> dict[str, Any]:
         "retrying_targets": s.retrying_targets,
         "disabled_targets": s.disabled_targets,
         "oldest_due_lateness_s": seconds(s.oldest_due_lateness),
+        "moved_fires": s.moved_fires,
         "deliveries": {
             "last_hour": {"sent": s.sent_last_hour, "failed": s.failed_last_hour},
             "last_day": {"sent": s.sent_last_day, "failed": s.failed_last_day},
@@ -227,6 +259,7 @@ def stats_text(s: Stats) -> str:
                 f"({seconds(s.at - s.last_successful_tick):.0f}s ago)"
             ),
             *_hosts_lines(s),
+            f"fires moved by zone rules changes: {s.moved_fires}",
         ]
     )
 
@@ -244,6 +277,40 @@ def _hosts_lines(s: Stats) -> list[str]:
 def _ago(span: timedelta) -> str:
     secs = max(0, round(span.total_seconds()))
     return f"{secs}s" if secs < 120 else f"{secs // 60}m" if secs < 7200 else f"{secs // 3600}h"
+
+
+def recomputed_json(r: Recomputed) -> dict[str, Any]:
+    """Return the stable JSON object of `recompute`."""
+    return {
+        "release": r.release,
+        "dry_run": r.dry_run,
+        "checked": r.checked,
+        "moved": r.moved,
+        "moves": [
+            {
+                "id": m.reminder_id,
+                "old_fire_at": iso(m.old_fire_at),
+                "new_fire_at": iso(m.new_fire_at),
+                "old_release": m.old_release,
+            }
+            for m in r.moves
+        ],
+    }
+
+
+def recomputed_text(r: Recomputed) -> str:
+    """Return a line per moved fire, then the counts."""
+    lines = [
+        f"{m.reminder_id}: {iso(m.old_fire_at)} ({m.old_release}) -> {iso(m.new_fire_at)}"
+        for m in r.moves
+    ]
+    if r.moved > len(r.moves):
+        lines.append(f"... and {r.moved - len(r.moves)} more")
+    verb = "would move" if r.dry_run else "moved"
+    lines.append(
+        f"{verb} {r.moved} of {r.checked} pending fires computed by tz data older than {r.release}"
+    )
+    return "\n".join(lines)
 
 
 def prune_json(c: PruneCounts) -> dict[str, Any]:

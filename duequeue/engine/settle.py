@@ -147,6 +147,7 @@ def settle(
             "partial: " if verdict == "partial" else "",
             [(label(t), s.error) for t, s in failed],
         )
+    after_wall, release = _moved_on(fire, max(now, fire.fire_at), nxt)
     row = RowState(
         pending_fire_at=nxt,
         next_fire_at=nxt,
@@ -158,6 +159,8 @@ def settle(
         fired=verdict != "dead",
         skipped=skipped,
         dead_at=died_at if state == "dead" else None,
+        after_wall=after_wall,
+        release=release,
     )
     return Resolution(
         fire.claim, fire.reminder_id, fire.fire_at, verdict, row, waiting, letter, gone
@@ -226,10 +229,23 @@ def skip(fire: Fire, now: int, why: str | None = None) -> Resolution:
         if latest is not None and now - to_ms(latest) <= fire.misfire_grace_ms:
             at = to_ms(latest)
             # row.fire_at and every fire before `latest` are skipped
-            row = RowState(at, at, 0, late, "pending", skipped=passed)
+            wall, release = _moved_on(fire, at - 1, at)
+            row = RowState(
+                at, at, 0, late, "pending", skipped=passed, after_wall=wall, release=release
+            )
             return Resolution(fire.claim, fire.reminder_id, fire.fire_at, "skipped", row)
     nxt, skipped = advance(fire, now)
-    row = RowState(nxt, nxt, 0, late, "pending" if nxt is not None else "done", skipped=skipped + 1)
+    wall, release = _moved_on(fire, max(now, fire.fire_at), nxt)
+    row = RowState(
+        nxt,
+        nxt,
+        0,
+        late,
+        "pending" if nxt is not None else "done",
+        skipped=skipped + 1,
+        after_wall=wall,
+        release=release,
+    )
     return Resolution(fire.claim, fire.reminder_id, fire.fire_at, "skipped", row)
 
 
@@ -257,6 +273,18 @@ def advance(fire: Fire, now: int) -> tuple[int | None, int]:
     except (DuequeueError, ValueError) as exc:
         raise BrokenRuleError(f"cannot compute the next fire: {exc}") from exc
     return (None if nxt is None else to_ms(nxt)), skipped
+
+
+def _moved_on(fire: Fire, after: int, nxt: int | None) -> tuple[str | None, str | None]:
+    """Return what a recurring row moving on to `nxt` (found after `after`) records of it: the
+    zone wall time of `after` and the tz release that computed `nxt` (None, None: nothing).
+
+    Written under the release that computed the fire, the wall time keeps which fires are passed
+    when newer zone rules compute the row again (schedule/intent.py), so none is sent twice.
+    """
+    if fire.rule is None or nxt is None:
+        return None, None
+    return schedule.wall_text(from_ms(after), fire.tz), schedule.data_release()
 
 
 def _rule(fire: Fire) -> Rule | None:

@@ -31,6 +31,7 @@ from duequeue.engine import settle
 from duequeue.errors import DatabaseLostError, StoreError
 from duequeue.lazy import LazyModule
 from duequeue.policy import RetryPolicy
+from duequeue.schedule import release
 from duequeue.store.base import FRESH, DeliveryRecord, Fire, RowClaim, Store, Target
 from duequeue.timefmt import from_ms
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
     from duequeue.channels import base as channel_base
     from duequeue.channels import registry
-    from duequeue.engine import commit, endpoints, helper, stopsignal
+    from duequeue.engine import commit, endpoints, helper, recompute, stopsignal
     from duequeue.store.base import Claim
 else:
     # Loaded on first use: a tick with nothing due (the common case, every minute) must stay
@@ -54,6 +55,8 @@ else:
     endpoints = LazyModule("duequeue.engine.endpoints")
     helper = LazyModule("duequeue.engine.helper")
     stopsignal = LazyModule("duequeue.engine.stopsignal")
+    # Only after a tz data update: computing fires loads zoneinfo and the recurrence libraries.
+    recompute = LazyModule("duequeue.engine.recompute")
 
 T = TypeVar("T")
 
@@ -161,6 +164,7 @@ def tick(
     with _rare_collections():
         # The first claim runs here, before any thread or event loop: the tick with nothing due
         # (the common case, every minute) stays free of asyncio, threads, aiohttp and smtplib.
+        catch_up(store, now, options.policy.max_errors)
         first = store.claim(now, options.limit, options.policy.max_errors, options.lease_ms, owner)
         if not first:
             return TickSummary()
@@ -175,6 +179,16 @@ def tick(
 def _margin_ms(options: TickOptions) -> int:
     """Return how long before its leases end a tick stops waiting for the database."""
     return round((options.busy_timeout_s + 5) * 1000)
+
+
+def catch_up(store: Store, now: int, max_errors: int = 3) -> int:
+    """Compute again, before anything is claimed, the pending fires an older tz release
+    computed; return how many moved. On a tick with nothing to compute this is one index probe
+    and a release read from a file's first line (schedule/release.py)."""
+    mine = release.in_use()
+    if not mine or not store.stale_fires(mine, now, max_errors):
+        return 0
+    return recompute.catch_up(store, now, mine).moved
 
 
 @contextlib.contextmanager

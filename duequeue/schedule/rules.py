@@ -24,7 +24,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from duequeue.errors import BadInputError
-from duequeue.schedule import zones
+from duequeue.schedule import release, zones
 from duequeue.schedule.recurrence import (
     RuleError,
     cron_fires_after,
@@ -181,6 +181,37 @@ def latest_fire(
             break
         last, total = fire, total + 1
     return last, total
+
+
+def fires_after(rule: Rule, after: datetime) -> Iterator[datetime]:
+    """Yield a rule's fires strictly after an aware instant, increasing, as UTC."""
+    return _fires_after(rule, after)
+
+
+def wall_text(instant: datetime, tz: str) -> str:
+    """Return the wall time tz's clocks show at an instant, as stored: ISO 8601 without offset."""
+    return to_wall(instant, parse_zone(tz)).isoformat()
+
+
+def zone_digest(name: str) -> str | None:
+    """Return the digest of zone `name`'s compiled rules in the data in use (zones.py)."""
+    return zones.digest(name)
+
+
+def data_release() -> str:
+    """Return the tz release the zones are read from ('' when unknown)."""
+    return release.in_use() or ""
+
+
+def follows_elapsed_time(rule: Rule) -> bool:
+    """Return whether a rule counts real elapsed time (every N hours, minutes or seconds) rather
+    than naming wall-clock times (recurrence.py)."""
+    if rule.kind == "cron":
+        return rule.text.split()[1].startswith("*")
+    parts = dict(part.split("=", 1) for part in rule.text.split(";"))
+    return parts["FREQ"] in ("HOURLY", "MINUTELY", "SECONDLY") and not any(
+        name.startswith("BY") for name in parts
+    )
 
 
 def _fires_after(rule: Rule, after: datetime) -> Iterator[datetime]:

@@ -8,10 +8,14 @@ goes through `zone()`, so this happens once per process, when a zone is first ne
 with nothing due never pays for it.
 """
 
+import hashlib
 import os
 from dataclasses import dataclass
-from importlib import import_module
-from zoneinfo import TZPATH, ZoneInfo, reset_tzpath
+from functools import lru_cache
+from importlib.resources import files
+from zoneinfo import ZoneInfo, reset_tzpath
+
+from duequeue.schedule import release
 
 # Zone files that name the host's setting rather than a place: a stored reminder would change
 # meaning when the database moves to another host.
@@ -31,14 +35,49 @@ class TzData:
 
 
 _in_use: TzData | None = None
+_system_dir: str | None = None
 
 
 def in_use() -> TzData:
     """Choose the tz database once per process (before any zone is loaded) and return it."""
-    global _in_use
+    global _in_use, _system_dir
     if _in_use is None:
-        _in_use = _apply(choose(TZPATH, _package_version()))
+        choice = choose(release.tzpath(), release.package())
+        _in_use, _system_dir = _apply(choice), choice.system_dir
     return _in_use
+
+
+@lru_cache(maxsize=1024)  # `import` asks once a line; reset() forgets them
+def digest(name: str) -> str | None:
+    """Return a digest of the compiled rules zone `name` is loaded from, None if unreadable.
+
+    Two releases whose files of a zone are the same give it the same fires, so fires computed
+    by one need not be computed again for the other (engine/recompute.py).
+    """
+    in_use()
+    data = None
+    if _system_dir is not None:
+        try:
+            with open(os.path.join(_system_dir, *name.split("/")), "rb") as f:
+                data = f.read()
+        except OSError:
+            data = None  # zoneinfo then reads the tzdata package's file: so does this
+    if data is None:
+        try:
+            data = files("tzdata.zoneinfo").joinpath(*name.split("/")).read_bytes()
+        except (ImportError, OSError, ValueError):
+            return None
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def reset() -> None:
+    """Choose the tz database again and drop every zone loaded (tests that swap zone folders)."""
+    global _in_use, _system_dir
+    _in_use, _system_dir = None, None
+    release.forget()
+    reset_tzpath()
+    ZoneInfo.clear_cache()
+    digest.cache_clear()
 
 
 def zone(name: str) -> ZoneInfo:
@@ -63,47 +102,16 @@ class Choice:
 
 def choose(tzpath: tuple[str, ...], package: str | None) -> Choice:
     """Pick the newer of the system's tz database (first dir of `tzpath`) and the package's."""
-    system_dir, system = _system(tzpath)
-    if package is not None and (system is None or _release_key(package) > _release_key(system)):
-        return Choice(TzData(package, "the tzdata package"), None)
+    version, system_dir, from_package = release.pick(tzpath, package)
+    if from_package:
+        return Choice(TzData(version, "the tzdata package"), None)
     if system_dir is None:
         return Choice(TzData(None, "nowhere: install the tzdata package"), None)
-    return Choice(TzData(system, f"the system's {system_dir}"), system_dir)
+    return Choice(TzData(version, f"the system's {system_dir}"), system_dir)
 
 
 def _apply(choice: Choice) -> TzData:
-    if choice.system_dir is None:
-        # An empty search path makes zoneinfo read the tzdata package.
-        reset_tzpath(to=[])
+    # The one folder chosen (an empty search path makes zoneinfo read the tzdata package), so
+    # the zones loaded are those of the release `release.in_use()` names.
+    reset_tzpath(to=[] if choice.system_dir is None else [choice.system_dir])
     return choice.tzdata
-
-
-def _system(tzpath: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """Return the first existing zone dir of the search path and its release, if it says."""
-    for path in tzpath:
-        if not os.path.isdir(path):
-            continue
-        try:
-            # tzdata.zi, shipped with the compiled zones, starts with "# version 2025b".
-            with open(os.path.join(path, "tzdata.zi"), encoding="ascii") as f:
-                words = f.readline().split()
-        except (OSError, UnicodeDecodeError):
-            return path, None
-        if len(words) == 3 and words[:2] == ["#", "version"]:
-            return path, words[2]
-        return path, None
-    return None, None
-
-
-def _package_version() -> str | None:
-    try:
-        # By name: tzdata ships no type information.
-        return str(import_module("tzdata").IANA_VERSION)
-    except (ImportError, AttributeError):
-        return None
-
-
-def _release_key(version: str) -> tuple[int, int, str]:
-    """Order IANA releases: 2025b < 2026a < 2026f (after z would come za)."""
-    year, letters = version[:4], version[4:]
-    return (int(year) if year.isdigit() else 0, len(letters), letters)

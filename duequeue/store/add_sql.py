@@ -33,6 +33,11 @@ _TARGET = """INSERT INTO targets (reminder_id, channel, address, secret)
 _CONTENT = ("subject", "body", "data", "rule_kind", "rule", "tz", "dtstart", "misfire_grace_ms")
 _BY_KEY = f"SELECT id, {', '.join(_CONTENT)} FROM reminders WHERE key = :key AND {LIVE}"
 
+# The digest of a zone's rules under the release that computed a new row's fires: a later tz
+# data update that leaves the zone's rules alone then marks the row instead of computing it.
+_DIGEST = """INSERT INTO queue_meta (name, value) VALUES (:name, :digest)
+    ON CONFLICT (name) DO NOTHING"""
+
 
 def add(run: Run, d: Dialect, r: NewReminder, now: int) -> tuple[int, bool]:
     """Insert a reminder and its targets; return (id, created). See Store.add."""
@@ -47,6 +52,7 @@ def add(run: Run, d: Dialect, r: NewReminder, now: int) -> tuple[int, bool]:
         return _same(run, d, r, existing), False
     rid = int(rows[0][0])
     _targets(run, d, [(rid, r)])
+    _digests(run, d, [r])
     return rid, True
 
 
@@ -84,6 +90,7 @@ def _add_chunk(run: Run, d: Dialect, chunk: Sequence[NewReminder], now: int) -> 
     returned = run.many(d.sql(_INSERT), [_values(r, now) for r in chunk])
     added = _added(chunk, returned)
     _targets(run, d, added)
+    _digests(run, d, [r for _, r in added])
     return len(added), len(chunk) - len(added)
 
 
@@ -112,6 +119,13 @@ def _targets(run: Run, d: Dialect, added: Sequence[tuple[int, NewReminder]]) -> 
             for t in r.targets
         ],
     )
+
+
+def _digests(run: Run, d: Dialect, added: Sequence[NewReminder]) -> None:
+    found = {
+        f"zone:{r.release}:{r.tz}": r.zone_digest for r in added if r.zone_digest and r.release
+    }
+    run.many(d.sql(_DIGEST), [{"name": n, "digest": v} for n, v in sorted(found.items())])
 
 
 def _values(r: NewReminder, now: int) -> dict[str, Any]:

@@ -47,6 +47,11 @@ class NewReminder:
     rule: str | None = None
     misfire_grace_ms: int | None = None
     key: str | None = None
+    # What the user meant (docs/time.md): the wall time `at` named in tz (ISO text, None for an
+    # instant) and the tz release that computed dtstart and fire_at ('' unknown).
+    start_wall: str | None = None
+    release: str = ""
+    zone_digest: str | None = None  # of tz's compiled rules under `release` (recompute.py)
     # The time was given relative to now (+15m, now, a timedelta, a cron rule from now): a
     # repeat of the add names another instant, so a live key's time is not compared with it.
     relative: bool = False
@@ -61,6 +66,11 @@ class NewSchedule:
     fire_at: int
     rule_kind: Literal["rrule", "cron"] | None = None
     rule: str | None = None
+    # As NewReminder's: the wall time a new --at named in tz (None: an instant) and the tz
+    # release that computed fire_at; '' when the start was kept, so the next tick takes the
+    # walls from the stored instants, as for a row stored before releases were kept.
+    start_wall: str | None = None
+    release: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +193,10 @@ class RowState:
     fired: bool = False  # the settled fire reached at least one target: becomes last_fired_at
     skipped: int = 0  # fires coalesced away after missed ticks
     dead_at: int | None = None  # a dead one-shot: when it died
+    # A recurring row moved on: the zone wall time its next fire was found after (every fire
+    # at or before it is passed), and the tz release that computed the next fire.
+    after_wall: str | None = None
+    release: str | None = None
 
 
 @dataclass(slots=True)
@@ -257,6 +271,8 @@ class ReminderView:
     dead_fire_at: int | None = None  # the dead fire, in the dead view
     last_sent_at: int | None = None  # when the last fired fire first reached a target
     dtstart: int | None = None  # the --at instant, the RRULE's DTSTART
+    start_wall: str | None = None  # the wall time --at named in tz; None for an instant
+    fire_release: str | None = None  # the tz release that computed the pending fire
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +339,7 @@ class Stats:
     failed_last_day: int
     last_tick_ok_at: int | None = None  # when a tick last ended without error; None: never
     hosts: tuple[HostTick, ...] = ()  # on a shared database: the hosts that ticked in a day
+    moved_fires: int = 0  # pending fires moved by zone rules changes (fire_moves)
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,6 +366,49 @@ class Dashboard:
     per_minute: tuple[tuple[int, int, int], ...]
     # Fires due by hour over the next day: (hours ahead, rows).
     per_hour: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StaleFire:
+    """A pending row whose fire an older tz release computed: what it takes to compute again."""
+
+    reminder_id: int
+    rule_kind: Literal["rrule", "cron"] | None
+    rule: str | None
+    tz: str
+    dtstart: int
+    start_wall: str | None
+    after_wall: str | None
+    fire_at: int
+    next_fire_at: int
+    error_count: int
+    release: str  # '' when unknown (a row stored before releases were recorded)
+
+
+@dataclass(frozen=True, slots=True)
+class Refire:
+    """A stale row computed again under `release`: its new start, fire and walls."""
+
+    reminder_id: int
+    old_fire_at: int
+    old_release: str
+    dtstart: int
+    fire_at: int
+    next_fire_at: int
+    start_wall: str | None
+    after_wall: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FireMove:
+    """A pending fire moved by a zone rules change (history)."""
+
+    reminder_id: int
+    old_fire_at: int
+    new_fire_at: int
+    old_release: str
+    new_release: str
+    moved_at: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -561,6 +621,55 @@ class Store(ABC):
         """Return the clock that judges what is due on a shared database (its server's, in unix
         ms), or None where the host's own clock is the queue's (SQLite: one host)."""
         return None
+
+    @abstractmethod
+    def stale_fires(self, release: str, now: int, max_errors: int) -> bool:
+        """Return whether a pending row's fire was computed by a release older than `release`,
+        or the queue has not recorded `release` yet.
+
+        Two index probes: what every tick pays to notice a tz data update (a store that reads
+        before it claims makes that read first, `now` and `max_errors` being the claim's).
+        """
+
+    @abstractmethod
+    def lease_stale(
+        self, release: str, now: int, limit: int, lease_ms: int, owner: str
+    ) -> list[StaleFire]:
+        """Lease up to `limit` pending rows computed by a release older than `release` and not
+        leased by anyone, as a claim leases (lowest release, then id, first)."""
+
+    @abstractmethod
+    def read_stale(self, release: str, after_id: int, limit: int) -> list[StaleFire]:
+        """Return up to `limit` such rows with id > after_id, leased or not, leasing nothing."""
+
+    @abstractmethod
+    def refire(self, owner: str, release: str, now: int, refires: Sequence[Refire]) -> int:
+        """Write rows computed again under `release` while `owner` still holds their lease,
+        release them, record each moved fire, and raise the queue's tz release to `release`
+        (never lower it); return how many fires moved."""
+
+    @abstractmethod
+    def stale_zones(self, release: str) -> list[tuple[str, str, str | None]]:
+        """Return each (older release, zone) that pending rows computed by a release older than
+        `release` hold, with the digest of the zone's rules recorded under that release."""
+
+    @abstractmethod
+    def record_digests(self, release: str, digests: dict[str, str]) -> None:
+        """Record the digest of each zone's rules under `release` (a recorded one is kept) and
+        raise the queue's tz release to `release` (never lower it)."""
+
+    @abstractmethod
+    def bump_release(self, old: str, tz: str, release: str, now: int, limit: int) -> int:
+        """Mark up to `limit` pending rows of zone `tz` computed by `old`, and not held by a
+        tick, as computed by `release`, changing nothing else; return how many."""
+
+    @abstractmethod
+    def queue_release(self) -> str | None:
+        """Return the newest tz release the queue's fires were computed with, if recorded."""
+
+    @abstractmethod
+    def fire_moves(self, reminder_id: int) -> list[FireMove]:
+        """Return a reminder's fires moved by zone rules changes, oldest first."""
 
     @abstractmethod
     def close(self) -> None:

@@ -70,9 +70,19 @@ def change(run: Run, d: Dialect, reminder_id: int, edit: Edit, now: int) -> None
             # The fire in backoff is replaced by the new one: its failures are not the new one's.
             "error_count = 0",
             "last_error = NULL",
+            # What the user meant now, so a zone rules change moves the new fire, not the old.
+            "start_wall = :start_wall",
+            "after_wall = NULL",
+            "fire_release = :release",
         ]
         values.update(
-            rule_kind=s.rule_kind, rule=s.rule, tz=s.tz, dtstart=s.dtstart, fire_at=s.fire_at
+            rule_kind=s.rule_kind,
+            rule=s.rule,
+            tz=s.tz,
+            dtstart=s.dtstart,
+            fire_at=s.fire_at,
+            start_wall=s.start_wall,
+            release=s.release,
         )
     for name in ("subject", "body", "data"):
         if name in edit.content:

@@ -55,6 +55,9 @@ _ROW = """UPDATE reminders SET
         skipped_fires = skipped_fires + :skipped,
         done_at = CASE WHEN :state = 'done' THEN :now END,
         dead_at = CASE WHEN :state = 'dead' THEN :dead_at END,
+        after_wall = CASE WHEN CAST(:release AS TEXT) IS NULL THEN after_wall
+                          ELSE CAST(:after_wall AS TEXT) END,
+        fire_release = COALESCE(CAST(:release AS TEXT), fire_release),
         lease_owner = NULL, lease_until = NULL, updated_at = :now
     WHERE id = :id AND lease_owner = :owner
     RETURNING id"""
@@ -224,6 +227,8 @@ def _row(r: Resolution, now: int, owner: str) -> dict[str, Any]:
         "dead_at": now if row.dead_at is None else row.dead_at,
         "id": r.reminder_id,
         "owner": owner,
+        "after_wall": row.after_wall,
+        "release": row.release,
     }
 
 

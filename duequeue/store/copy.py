@@ -25,7 +25,10 @@ TABLES = (
     "target_retries",
     "reminder_changes",
     "tick_marks",
+    "fire_moves",
 )
+# Copied as they are, without ids: the queue's tz release and its zones' digests.
+META = "queue_meta"
 _NOT_COPIED = {"lease_owner", "lease_until"}
 
 
@@ -40,6 +43,7 @@ class Copied:
     target_retries: int
     reminder_changes: int = 0  # what reschedule and edit did (history)
     tick_marks: int = 0  # the last successful tick's time (one row at most)
+    fire_moves: int = 0
 
 
 def sqlite_to_postgres(source: str, target: str) -> Copied:
@@ -69,7 +73,7 @@ def sqlite_to_postgres(source: str, target: str) -> Copied:
 
 def _copy(conn: apsw.Connection, cur: Cursor, where: str) -> dict[str, int]:
     # Nobody may add or tick in between the emptiness check and the copy.
-    cur.execute(f"LOCK TABLE {', '.join(TABLES)} IN EXCLUSIVE MODE")
+    cur.execute(f"LOCK TABLE {', '.join(TABLES)}, {META} IN EXCLUSIVE MODE")
     for table in TABLES:
         cur.execute(f"SELECT count(*) FROM {table}")
         row = cur.fetchone()
@@ -97,6 +101,9 @@ def _copy(conn: apsw.Connection, cur: Cursor, where: str) -> dict[str, int]:
             f"""SELECT setval(pg_get_serial_sequence('{table}', 'id'),
                               (SELECT coalesce(max(id), 0) + 1 FROM {table}), false)""".encode()
         )
+    with cur.copy(f"COPY {META} (name, value) FROM STDIN".encode()) as copy:
+        for values in _rows(conn, f"SELECT name, value FROM {META} ORDER BY name"):
+            copy.write_row(values)
     return counts
 
 

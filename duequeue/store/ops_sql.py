@@ -7,7 +7,7 @@ seam); none of them commits or reads the clock.
 from collections.abc import Sequence
 
 from duequeue.errors import NotFoundError
-from duequeue.store import retries
+from duequeue.store import retries, tz_sql
 from duequeue.store.base import Change, HealthCheck, PruneCounts, Stats
 from duequeue.store.rows import cancel_refusal, retry_refusal
 from duequeue.store.sql import Dialect, Row, Run
@@ -204,6 +204,7 @@ def stats(run: Run, d: Dialect, now: int) -> Stats:
         sent_last_day=int(ledger[2]),
         failed_last_day=int(ledger[3]),
         last_tick_ok_at=last_tick_ok(run, d),
+        moved_fires=tz_sql.count_moves(run, d),
     )
 
 

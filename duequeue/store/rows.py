@@ -32,6 +32,8 @@ REMINDER_FIELDS = (
     "next_fire_at",
     "created_at",
     "updated_at",
+    "start_wall",
+    "fire_release",
 )
 REMINDER_COLUMNS = ", ".join(REMINDER_FIELDS)
 
@@ -45,7 +47,7 @@ VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
     r.created_at, r.dead_at,
     (SELECT min(d.at) FROM deliveries d WHERE d.reminder_id = r.id
         AND d.fire_at = r.last_fired_at AND d.outcome = 'sent'),
-    r.dtstart"""
+    r.dtstart, r.start_wall, r.fire_release"""
 
 
 # Reminders add_many inserts per statement batch: a few MB of rows in memory at a time, and a
@@ -92,6 +94,8 @@ def reminder_values(r: NewReminder, now: int) -> tuple[Any, ...]:
         r.fire_at,
         now,
         now,
+        r.start_wall,
+        r.release,
     )
 
 
@@ -115,11 +119,13 @@ def view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
         dead_at=row[14],
         last_sent_at=row[15],
         dtstart=row[16],
+        start_wall=row[17],
+        fire_release=row[18],
         targets=targets,
     )
-    if len(row) > 17:  # a dead letter: its fire, errors and time, beside the row's own state
+    if len(row) > 19:  # a dead letter: its fire, errors and time, beside the row's own state
         found = replace(
-            found, dead_fire_at=row[17], error_count=row[18], last_error=row[19], dead_at=row[20]
+            found, dead_fire_at=row[19], error_count=row[20], last_error=row[21], dead_at=row[22]
         )
     return found
 

@@ -18,6 +18,7 @@ from duequeue.store import (
     ops_sql,
     reads,
     retries,
+    tz_sql,
 )
 from duequeue.store import rows as shared
 from duequeue.store.backend import Backend
@@ -31,12 +32,15 @@ from duequeue.store.base import (
     DeliveryRecord,
     Edit,
     Fire,
+    FireMove,
     HealthCheck,
     NewReminder,
     PendingRetry,
     PruneCounts,
+    Refire,
     ReminderView,
     Resolution,
+    StaleFire,
     Stats,
     Store,
     View,
@@ -106,6 +110,61 @@ class SQLStore(Store):
             ),
             "commit",
         )
+
+    # -- zone rules changes -------------------------------------------------------------------
+
+    def stale_fires(self, release: str, now: int, max_errors: int) -> bool:
+        d = self.dialect
+
+        def work(run: Run) -> bool:
+            if d.read_before_claim:
+                # The claim's own first read comes first: a damaged file is then refused before
+                # a pass writes anything to it, as it was before there was a pass.
+                run(d.sql(claim_sql.ANY_DUE), {"now": now, "max": max_errors})
+            return bool(run(d.sql(tz_sql.STALE), {"release": release})[0][0])
+
+        return self._read(work, "tz check")
+
+    def lease_stale(
+        self, release: str, now: int, limit: int, lease_ms: int, owner: str
+    ) -> list[StaleFire]:
+        return self._write(
+            lambda run: tz_sql.lease(run, self.dialect, release, now, limit, lease_ms, owner),
+            "recompute",
+        )
+
+    def read_stale(self, release: str, after_id: int, limit: int) -> list[StaleFire]:
+        return self._read(
+            lambda run: tz_sql.read(run, self.dialect, release, after_id, limit), "recompute"
+        )
+
+    def refire(self, owner: str, release: str, now: int, refires: Sequence[Refire]) -> int:
+        # Not repeatable: a repeat after a lost commit would record its moves twice; the
+        # leases then run out and the rows are taken again.
+        return self._write(
+            lambda run: tz_sql.refire(run, self.dialect, owner, release, now, refires),
+            "recompute",
+            repeatable=False,
+        )
+
+    def stale_zones(self, release: str) -> list[tuple[str, str, str | None]]:
+        return self._read(lambda run: tz_sql.stale_zones(run, self.dialect, release), "recompute")
+
+    def record_digests(self, release: str, digests: dict[str, str]) -> None:
+        self._write(
+            lambda run: tz_sql.record_digests(run, self.dialect, release, digests), "recompute"
+        )
+
+    def bump_release(self, old: str, tz: str, release: str, now: int, limit: int) -> int:
+        return self._write(
+            lambda run: tz_sql.bump(run, self.dialect, old, tz, release, now, limit), "recompute"
+        )
+
+    def queue_release(self) -> str | None:
+        return self._read(lambda run: tz_sql.queue_release(run, self.dialect), "tz release")
+
+    def fire_moves(self, reminder_id: int) -> list[FireMove]:
+        return self._read(lambda run: tz_sql.moves(run, self.dialect, reminder_id), "fire moves")
 
     # -- adding -------------------------------------------------------------------------------
 

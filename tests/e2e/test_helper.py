@@ -26,7 +26,7 @@ import pytest
 from duequeue.engine import helper as helper_module
 from duequeue.engine.commit import Batch, ClaimArgs, ThreadRunner
 from duequeue.engine.helper import HelperRunner
-from duequeue.engine.tick import HelperOptions, TickOptions, TickSummary, tick
+from duequeue.engine.tick import HelperOptions, TickOptions, TickSummary, catch_up, tick
 from duequeue.errors import StoreError
 from duequeue.store.base import Claim, Committed, DeliveryRecord, NewTarget, Resolution
 from duequeue.store.sqlite import SQLiteStore
@@ -76,7 +76,11 @@ def execute(db: Path, sql: str) -> None:
 
 
 def fill(store: SQLiteStore, url: str, n: int = ROWS) -> list[int]:
-    return [store.add(reminder(targets=(NewTarget("webhook", url),)), NOW)[0] for _ in range(n)]
+    ids = [store.add(reminder(targets=(NewTarget("webhook", url),)), NOW)[0] for _ in range(n)]
+    # The rows name no tz release: the first tick records it (docs/time.md), which these
+    # tests do not count among a tick's writes.
+    catch_up(store, NOW)
+    return ids
 
 
 def options(db: Path, min_rows: int = 1) -> TickOptions:

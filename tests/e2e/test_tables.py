@@ -77,6 +77,7 @@ def test_a_piped_table_is_tab_separated_one_line_per_row(db_path: Path, cli: Cli
         "rule",
         "state",
         "fire",
+        "local",
         "late",
         "errors",
         "last error",

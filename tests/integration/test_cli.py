@@ -6,6 +6,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from duequeue.schedule import release
 from tests.clirunner import Cli
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
@@ -249,6 +250,9 @@ def test_inspect_json_has_the_documented_keys(cli: Cli) -> None:
         "dead_fire_at": None,
         "dead_at": None,
         "created_at": "2027-01-05T08:00:00.000Z",
+        "local_fire_at": "2027-01-06T09:00:00+01:00",
+        "start_wall": "2027-01-06T09:00:00",  # what the user meant, kept for new zone rules
+        "fire_release": release.in_use(),
     }
 
 

@@ -62,7 +62,14 @@ def test_history_lists_every_attempt_and_the_dead_letter(cli: Cli, http: HttpSin
     r = cli("history", str(rid), "--json")
     assert r.code == 0, r.err
     h = r.json()
-    assert set(h) == {"reminder", "attempts", "dead_letters", "target_retries", "changes"}
+    assert set(h) == {
+        "reminder",
+        "attempts",
+        "dead_letters",
+        "target_retries",
+        "changes",
+        "moved_fires",
+    }
     assert h["changes"] == []
     assert h["reminder"]["id"] == rid
     assert h["reminder"]["state"] == "dead"
@@ -226,6 +233,7 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
         "retrying_targets": 0,
         "disabled_targets": 1,  # the dead one-shot's webhook answered 410 Gone
         "oldest_due_lateness_s": 120.0,
+        "moved_fires": 0,
         "deliveries": {
             "last_hour": {"sent": 1, "failed": 1},
             "last_day": {"sent": 1, "failed": 1},

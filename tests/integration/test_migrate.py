@@ -130,7 +130,7 @@ def test_migrate_needs_an_existing_sqlite_file(db_path: Path, pg_url: str) -> No
 
 def test_both_schemas_have_the_same_tables_and_columns(pg_url: str) -> None:
     """What `migrate` relies on: every SQLite column has a PostgreSQL home of the same name."""
-    from duequeue.store.copy import TABLES
+    from duequeue.store.copy import META, TABLES
     from duequeue.store.postgres import PostgresStore
 
     lite = apsw.Connection(":memory:")
@@ -147,6 +147,6 @@ def test_both_schemas_have_the_same_tables_and_columns(pg_url: str) -> None:
                WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"""
         ):
             pg_columns.setdefault(table, []).append(column)
-    assert set(sqlite_columns) == set(TABLES)
-    assert {t: pg_columns[t] for t in TABLES} == sqlite_columns
-    assert set(pg_columns) == {*TABLES, "duequeue_meta"}
+    assert set(sqlite_columns) == {*TABLES, META}
+    assert {t: pg_columns[t] for t in (*TABLES, META)} == sqlite_columns
+    assert set(pg_columns) == {*TABLES, META, "duequeue_meta"}

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from duequeue.engine.tick import TickOptions, tick
+from duequeue.schedule import release
 from duequeue.store.sqlite import SQLiteStore
 from duequeue.timefmt import iso, to_ms
 from tests.clirunner import Cli
@@ -228,6 +229,9 @@ def test_next_prints_upcoming_fires_in_the_zone_and_in_utc(db_path: Path) -> Non
             {"local": "2027-03-13T02:30:00-05:00", "utc": "2027-03-13T07:30:00.000Z"},
             {"local": "2027-03-14T03:00:00-04:00", "utc": "2027-03-14T07:00:00.000Z"},
         ],
+        "start_wall": "2027-03-13T02:30:00",  # what the user meant, kept for new zone rules
+        "fire_release": release.in_use(),
+        "tz_release": release.in_use(),
     }
 
 

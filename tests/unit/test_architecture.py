@@ -298,7 +298,7 @@ def test_every_cli_command_is_a_queue_method() -> None:
 
     group = typer.main.get_command(app)
     names = sorted(getattr(group, "commands", {}))
-    assert len(names) == 19
+    assert len(names) == 20
     missing = [
         n
         for n in names

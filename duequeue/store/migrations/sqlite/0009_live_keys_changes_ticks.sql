@@ -26,15 +26,19 @@ CREATE TABLE reminders_v9 (
     cancelled_at     INTEGER,
     created_at       INTEGER NOT NULL,
     updated_at       INTEGER NOT NULL,
+    start_wall       TEXT,                        -- version 8: what the user meant (docs/time.md)
+    after_wall       TEXT,
+    fire_release     TEXT NOT NULL DEFAULT '', -- tz release that computed the pending fire; '' unknown
     CHECK ((rule_kind IS NULL) = (rule IS NULL))
 );
 INSERT INTO reminders_v9 (id, key, subject, body, data, rule_kind, rule, tz, dtstart,
         misfire_grace_ms, fire_at, next_fire_at, error_count, last_error, last_fired_at,
         skipped_fires, lease_until, lease_owner, done_at, dead_at, cancelled_at, created_at,
-        updated_at)
+        updated_at, start_wall, after_wall, fire_release)
     SELECT id, key, subject, body, data, rule_kind, rule, tz, dtstart, misfire_grace_ms,
         fire_at, next_fire_at, error_count, last_error, last_fired_at, skipped_fires,
-        lease_until, lease_owner, done_at, dead_at, cancelled_at, created_at, updated_at
+        lease_until, lease_owner, done_at, dead_at, cancelled_at, created_at, updated_at,
+        start_wall, after_wall, fire_release
     FROM reminders;
 DROP TABLE reminders;
 ALTER TABLE reminders_v9 RENAME TO reminders;
@@ -42,7 +46,8 @@ CREATE INDEX reminders_due ON reminders (next_fire_at) WHERE next_fire_at IS NOT
 CREATE INDEX reminders_dead ON reminders (dead_at) WHERE dead_at IS NOT NULL;
 CREATE UNIQUE INDEX reminders_live_key ON reminders (key)
     WHERE done_at IS NULL AND cancelled_at IS NULL;
--- The rebuild dropped version 7's indexes on reminders with the old table: made again.
+-- The rebuild dropped versions 7's and 8's indexes on reminders with the old table: made again.
+CREATE INDEX reminders_release ON reminders (fire_release, id) WHERE next_fire_at IS NOT NULL;
 CREATE INDEX reminders_cancelled ON reminders (id) WHERE cancelled_at IS NOT NULL;
 CREATE INDEX reminders_done ON reminders (cancelled_at, id) WHERE done_at IS NOT NULL;
 CREATE INDEX reminders_retrying ON reminders (id)

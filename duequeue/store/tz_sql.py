@@ -1,0 +1,215 @@
+"""Zone rules changes, written once for every dialect: find the pending fires an older tz
+release computed, lease them as a claim does, write them back computed again (fenced by the
+lease, as a tick's commit is), record each moved fire, and keep the queue's newest release.
+
+Every read walks reminders_release (fire_release, id) WHERE next_fire_at IS NOT NULL from its
+start: a release compares as text, which orders IANA releases of one length of letters
+(2025b < 2026a < 2026f), and '' (unknown: stored before releases were recorded) comes first.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from duequeue.store.base import FireMove, Refire, StaleFire
+from duequeue.store.sql import Dialect, Row, Run
+
+# The tick's check: one probe of the index (the first entry below the release) and one of the
+# queue's release (a queue that has not recorded this release yet gets a pass, which finds no
+# row to compute and records the release and its zones' digests).
+STALE = """SELECT EXISTS (SELECT 1 FROM reminders
+        WHERE fire_release < :release AND next_fire_at IS NOT NULL)
+    OR NOT EXISTS (SELECT 1 FROM queue_meta WHERE name = 'tz_release' AND value >= :release)"""
+
+# Which (release, zone) pairs the stale rows hold: read once a pass, over the stale rows only.
+_STALE_ZONES = """SELECT DISTINCT fire_release, tz FROM reminders
+    WHERE fire_release < :release AND next_fire_at IS NOT NULL"""
+
+_READ_DIGEST = "SELECT value FROM queue_meta WHERE name = :name"
+_DIGEST = """INSERT INTO queue_meta (name, value) VALUES (:name, :digest)
+    ON CONFLICT (name) DO NOTHING"""
+
+_COLUMNS = """id, rule_kind, rule, tz, dtstart, start_wall, after_wall, fire_at, next_fire_at,
+    error_count, fire_release"""
+
+_READ = f"""SELECT {_COLUMNS} FROM reminders
+    WHERE fire_release < :release AND next_fire_at IS NOT NULL AND id > :after
+    ORDER BY id LIMIT :limit"""
+
+# Fencing: a row a tick holds is left to that tick (its commit writes the next fire with the
+# release that tick reads); the pass takes it on a later tick.
+_REFIRE = """UPDATE reminders SET dtstart = :dtstart, fire_at = :fire, next_fire_at = :next,
+        start_wall = :start_wall, after_wall = :after_wall, fire_release = :release,
+        lease_owner = NULL, lease_until = NULL, updated_at = :now
+    WHERE id = :id AND lease_owner = :owner
+    RETURNING id"""
+
+_MOVE = """INSERT INTO fire_moves
+        (reminder_id, old_fire_at, new_fire_at, old_release, new_release, moved_at)
+    VALUES (:id, :old, :new, :old_release, :release, :now)"""
+
+_META = "SELECT value FROM queue_meta WHERE name = 'tz_release'"
+# Never lowered, in one statement (hosts race): releases order by year, then the length of their
+# letters, then the letters (2026z < 2026za).
+_SET_META = """INSERT INTO queue_meta (name, value) VALUES ('tz_release', :release)
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value
+    WHERE (substr(excluded.value, 1, 4), length(excluded.value), excluded.value)
+        > (substr(queue_meta.value, 1, 4), length(queue_meta.value), queue_meta.value)"""
+
+
+def lease(
+    run: Run, d: Dialect, release: str, now: int, limit: int, lease_ms: int, owner: str
+) -> list[StaleFire]:
+    """Lease up to `limit` stale rows nobody holds; see Store.lease_stale."""
+    due = f"""SELECT id FROM reminders
+        WHERE fire_release < :release AND next_fire_at IS NOT NULL
+          AND (lease_until IS NULL OR lease_until < :now)
+        ORDER BY fire_release, id LIMIT :limit {d.skip_locked}"""
+    rows = run(
+        d.sql(
+            f"""UPDATE reminders SET lease_owner = :owner, lease_until = :until
+                WHERE {d.in_select("id", due)}
+                RETURNING {_COLUMNS}"""
+        ),
+        {"release": release, "now": now, "limit": limit, "owner": owner, "until": now + lease_ms},
+    )
+    return sorted((_stale(r) for r in rows), key=lambda s: s.reminder_id)
+
+
+def stale_zones(run: Run, d: Dialect, release: str) -> list[tuple[str, str, str | None]]:
+    """Return each (older release, zone) the stale rows hold, with the digest recorded for the
+    zone under that release (None when none was); see Store.stale_zones."""
+    pairs = [(str(r[0]), str(r[1])) for r in run(d.sql(_STALE_ZONES), {"release": release})]
+    if not pairs:
+        return []
+    found = []
+    for rel, tz in pairs:  # a pair per zone and release: a few hundred at most
+        value = run(d.sql(_READ_DIGEST), {"name": _digest_name(rel, tz)})
+        found.append((rel, tz, str(value[0][0]) if value else None))
+    return found
+
+
+def record_digests(run: Run, d: Dialect, release: str, digests: dict[str, str]) -> None:
+    """Record each zone's digest under `release` (kept once written) and raise the queue's
+    release to `release`."""
+    run.many(
+        d.sql(_DIGEST),
+        [{"name": _digest_name(release, tz), "digest": v} for tz, v in sorted(digests.items())],
+    )
+    raise_queue_release(run, d, release)
+
+
+def bump(run: Run, d: Dialect, old: str, tz: str, release: str, now: int, limit: int) -> int:
+    """Mark up to `limit` pending rows of zone `tz` computed by `old` as computed by `release`,
+    unchanged (the zone's rules are the same in both), skipping rows a tick holds."""
+    rows = f"""SELECT id FROM reminders
+        WHERE fire_release = :old AND next_fire_at IS NOT NULL AND tz = :tz
+          AND (lease_until IS NULL OR lease_until < :now)
+        ORDER BY fire_release, id LIMIT :limit {d.skip_locked}"""
+    done = run(
+        d.sql(
+            f"""UPDATE reminders SET fire_release = :release
+                WHERE {d.in_select("id", rows)} RETURNING id"""
+        ),
+        {"old": old, "tz": tz, "release": release, "now": now, "limit": limit},
+    )
+    return len(done)
+
+
+def _digest_name(release: str, tz: str) -> str:
+    return f"zone:{release}:{tz}"
+
+
+def read(run: Run, d: Dialect, release: str, after_id: int, limit: int) -> list[StaleFire]:
+    """Return stale rows past `after_id`, leasing nothing; see Store.read_stale."""
+    rows = run(d.sql(_READ), {"release": release, "after": after_id, "limit": limit})
+    return [_stale(r) for r in rows]
+
+
+def refire(
+    run: Run, d: Dialect, owner: str, release: str, now: int, refires: Sequence[Refire]
+) -> int:
+    """Write back computed rows under the lease, record the moves; see Store.refire."""
+    if refires:
+        written = {
+            int(r[0])
+            for r in run.many(
+                d.sql(_REFIRE),
+                [
+                    {
+                        "id": f.reminder_id,
+                        "dtstart": f.dtstart,
+                        "fire": f.fire_at,
+                        "next": f.next_fire_at,
+                        "start_wall": f.start_wall,
+                        "after_wall": f.after_wall,
+                        "release": release,
+                        "owner": owner,
+                        "now": now,
+                    }
+                    for f in refires
+                ],
+            )
+        }
+    else:
+        written = set()
+    moved = [
+        {
+            "id": f.reminder_id,
+            "old": f.old_fire_at,
+            "new": f.fire_at,
+            "old_release": f.old_release,
+            "release": release,
+            "now": now,
+        }
+        for f in refires
+        if f.reminder_id in written and f.fire_at != f.old_fire_at
+    ]
+    run.many(d.sql(_MOVE), moved)
+    raise_queue_release(run, d, release)
+    return len(moved)
+
+
+def raise_queue_release(run: Run, d: Dialect, release: str) -> None:
+    """Set the queue's tz release to `release` unless it holds a newer one already."""
+    run(d.sql(_SET_META), {"release": release})
+
+
+def queue_release(run: Run, d: Dialect) -> str | None:
+    """Return the queue's tz release, if one was recorded."""
+    found = run(d.sql(_META), {})
+    return str(found[0][0]) if found else None
+
+
+def moves(run: Run, d: Dialect, reminder_id: int) -> list[FireMove]:
+    """Return a reminder's moved fires, oldest first."""
+    rows = run(
+        d.sql(
+            """SELECT reminder_id, old_fire_at, new_fire_at, old_release, new_release, moved_at
+               FROM fire_moves WHERE reminder_id = :id ORDER BY id"""
+        ),
+        {"id": reminder_id},
+    )
+    return [FireMove(int(r[0]), int(r[1]), int(r[2]), r[3], r[4], int(r[5])) for r in rows]
+
+
+def count_moves(run: Run, d: Dialect) -> int:
+    """Return how many fires zone rules changes have moved (stats)."""
+    ((total,),) = run(d.sql("SELECT count(*) FROM fire_moves"), {})
+    return int(total)
+
+
+def _stale(r: Row) -> StaleFire:
+    values: list[Any] = list(r)
+    return StaleFire(
+        reminder_id=int(values[0]),
+        rule_kind=values[1],
+        rule=values[2],
+        tz=values[3],
+        dtstart=int(values[4]),
+        start_wall=values[5],
+        after_wall=values[6],
+        fire_at=int(values[7]),
+        next_fire_at=int(values[8]),
+        error_count=int(values[9]),
+        release=values[10],
+    )

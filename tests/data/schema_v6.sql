@@ -1,0 +1,104 @@
+-- duequeue schema, version 6 (SQLite). The single source of truth: applied on first use of a
+-- database and shipped inside the wheel. Every time is INTEGER unix milliseconds UTC.
+
+-- 'dque': marks the file as ours, so a foreign SQLite database is refused instead of altered.
+PRAGMA application_id = 1685157221;
+
+CREATE TABLE reminders (
+    id               INTEGER PRIMARY KEY,
+    key              TEXT UNIQUE,                 -- optional idempotency key of `add --key`
+    subject          TEXT NOT NULL,
+    body             TEXT NOT NULL,
+    data             TEXT,                        -- JSON value, NULL when none
+    rule_kind        TEXT CHECK (rule_kind IN ('rrule', 'cron')),
+    rule             TEXT,                        -- RRULE text or 5-field cron expression
+    tz               TEXT NOT NULL,               -- IANA zone the rule is evaluated in
+    dtstart          INTEGER NOT NULL,            -- the --at instant; the RRULE's DTSTART
+    misfire_grace_ms INTEGER,                     -- skip a fire later than this instead of sending
+    fire_at          INTEGER,                     -- scheduled instant of the pending fire
+    next_fire_at     INTEGER,                     -- when to try it (later than fire_at in backoff); NULL = parked
+    error_count      INTEGER NOT NULL DEFAULT 0,  -- failed attempts of the pending fire
+    last_error       TEXT,
+    last_fired_at    INTEGER,                     -- scheduled instant of the last finished fire
+    skipped_fires    INTEGER NOT NULL DEFAULT 0,  -- fires coalesced away after missed ticks
+    lease_until      INTEGER,                     -- a tick owns the row until then
+    lease_owner      TEXT,
+    done_at          INTEGER,                     -- a finished one-shot or an ended rule
+    dead_at          INTEGER,                     -- a dead-lettered one-shot
+    cancelled_at     INTEGER,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    CHECK ((rule_kind IS NULL) = (rule IS NULL))
+);
+
+-- The tick's due query walks this index from the oldest due row; parked rows are not in it.
+CREATE INDEX reminders_due ON reminders (next_fire_at) WHERE next_fire_at IS NOT NULL;
+CREATE INDEX reminders_dead ON reminders (dead_at) WHERE dead_at IS NOT NULL;
+
+CREATE TABLE targets (
+    id          INTEGER PRIMARY KEY,
+    reminder_id INTEGER NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
+    channel     TEXT NOT NULL,        -- a registered channel's name (channels/registry.py)
+    address     TEXT NOT NULL,
+    disabled_at INTEGER,                   -- version 3: its endpoint answered 410 Gone; skipped
+    disabled_reason TEXT,
+    secret      TEXT,                     -- version 4: a webhook's own signing secret(s)
+    UNIQUE (reminder_id, channel, address)
+);
+
+-- The ledger: one row per attempt of one target for one fire.
+CREATE TABLE deliveries (
+    id          INTEGER PRIMARY KEY,
+    reminder_id INTEGER NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
+    target_id   INTEGER NOT NULL REFERENCES targets (id) ON DELETE CASCADE,
+    fire_at     INTEGER NOT NULL,
+    outcome     TEXT NOT NULL CHECK (outcome IN ('sent', 'failed', 'permanent')),
+    error       TEXT,
+    attempt     INTEGER NOT NULL,
+    at          INTEGER NOT NULL,
+    -- Version 5. After a failure that may clear: the earliest next attempt of this target for
+    -- this fire (the backoff, Retry-After), so a target's own retries are paced by the ledger.
+    retry_at    INTEGER
+);
+
+CREATE INDEX deliveries_fire ON deliveries (reminder_id, fire_at);
+-- The core rule, held by the database itself: one target is recorded as sent at most once a fire.
+CREATE UNIQUE INDEX deliveries_sent_once ON deliveries (target_id, fire_at) WHERE outcome = 'sent';
+
+-- Dead letters: a fire that exhausted its retries or failed permanently on every target. A dead
+-- one-shot also has reminders.dead_at; a recurring row goes on with its next fire.
+CREATE TABLE dead_letters (
+    id          INTEGER PRIMARY KEY,
+    reminder_id INTEGER NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
+    fire_at     INTEGER NOT NULL,
+    error_count INTEGER NOT NULL,
+    last_error  TEXT,
+    dead_at     INTEGER NOT NULL,
+    retried_at  INTEGER,  -- version 2: set when `retry` re-arms the fire; NULL if it dies again
+    UNIQUE (reminder_id, fire_at)
+);
+
+-- Version 3. Per-target retries: a target that failed on a fire other targets got (partial
+-- success) retries that fire on its own, on the backoff table, while its row moves on; sent,
+-- it is deleted, and out of retries it becomes a dead letter of that fire.
+CREATE TABLE target_retries (
+    id          INTEGER PRIMARY KEY,
+    reminder_id INTEGER NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
+    target_id   INTEGER NOT NULL REFERENCES targets (id) ON DELETE CASCADE,
+    fire_at     INTEGER NOT NULL,
+    error_count INTEGER NOT NULL,      -- failed attempts of this target at this fire
+    last_error  TEXT,
+    next_try_at INTEGER NOT NULL,
+    lease_until INTEGER,
+    lease_owner TEXT,
+    created_at  INTEGER NOT NULL,
+    UNIQUE (target_id, fire_at)
+);
+
+CREATE INDEX target_retries_due ON target_retries (next_try_at, id);
+CREATE INDEX target_retries_reminder ON target_retries (reminder_id, fire_at);
+CREATE INDEX targets_disabled ON targets (reminder_id) WHERE disabled_at IS NOT NULL;
+-- Version 4: `doctor` finds the notify targets without reading the others.
+CREATE INDEX targets_notify ON targets (address) WHERE channel = 'notify';
+
+PRAGMA user_version = 6;
