@@ -159,6 +159,7 @@ def seed(
     Several webhook URLs are given to the rows in turn."""
     import apsw
 
+    from duequeue.schedule import release
     from duequeue.store.sqlite import SQLiteStore
 
     SQLiteStore(db).close()  # the schema, exactly as duequeue creates it
@@ -179,8 +180,12 @@ def seed(
         ]
         conn.executemany(
             """INSERT INTO reminders (id, subject, body, tz, dtstart, fire_at, next_fire_at,
-                   created_at, updated_at) VALUES (?1, ?2, ?3, 'UTC', ?4, ?4, ?4, ?5, ?6)""",
-            rows,
+                   created_at, updated_at, fire_release)
+               VALUES (?1, ?2, ?3, 'UTC', ?4, ?4, ?4, ?5, ?6, ?7)""",
+            # Computed by the tz release in use, as `add` and `import` record: else the first
+            # tick would first compute every row again (issue 23's catch-up), which a real
+            # queue only does once after a tz data update.
+            [(*row, release.in_use() or "") for row in rows],
         )
         conn.executemany(
             "INSERT INTO targets (id, reminder_id, channel, address) VALUES (?1, ?1, ?2, ?3)",
