@@ -84,35 +84,12 @@ def edit(
         str | None,
         typer.Option(metavar="JSON", help="New JSON data (as add's --data).", show_default=False),
     ] = None,
-    email: Annotated[
-        list[str] | None,
-        typer.Option(metavar="ADDR", help="Email target (repeatable).", show_default=False),
-    ] = None,
-    webhook: Annotated[
-        list[str] | None,
-        typer.Option(metavar="URL", help="Webhook target (repeatable).", show_default=False),
-    ] = None,
-    webhook_secret: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--webhook-secret",
-            metavar="WHSEC",
-            help="Signing secret of these webhooks, as add's.",
-            show_default=False,
-        ),
-    ] = None,
-    notify: Annotated[
-        list[str] | None,
-        typer.Option(metavar="URL", help="Apprise URL target (repeatable).", show_default=False),
-    ] = None,
-    target: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="CHANNEL:ADDRESS",
-            help="A target of any channel (repeatable).",
-            show_default=False,
-        ),
-    ] = None,
+    email: commands.Emails = None,
+    webhook: commands.Webhooks = None,
+    webhook_secret: commands.WebhookSecrets = None,
+    notify: commands.NotifyUrls = None,
+    notify_file: commands.NotifyFile = None,
+    target: commands.Targets = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the reminder as JSON.")] = False,
 ) -> None:
     """Change a reminder's subject, body, data or targets; what is not given is kept.
@@ -128,7 +105,7 @@ def edit(
             data_json=data,
             emails=email or (),
             webhooks=webhook or (),
-            notify=notify or (),
+            notify=[*(notify or ()), *commands.notify_lines(notify_file)],
             targets=[commands.target_pair(i, t) for i, t in enumerate(target or ())],
             webhook_secret=webhook_secret or None,
         )

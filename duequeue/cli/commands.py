@@ -12,6 +12,57 @@ from duequeue.cli import context, output, shell
 from duequeue.cli.table import table_width
 from duequeue.errors import BadInputError
 
+# The target flags, shared by add and edit (change_commands.py): one help text each.
+Emails = Annotated[
+    list[str] | None,
+    typer.Option(metavar="ADDR", help="Email target (repeatable).", show_default=False),
+]
+Webhooks = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="URL", help="Webhook target, an http(s) URL (repeatable).", show_default=False
+    ),
+]
+WebhookSecrets = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--webhook-secret",
+        metavar="WHSEC",
+        help="Signing secret of these webhooks instead of DUEQUEUE_WEBHOOK_SECRET: one for "
+        "all, or one per --webhook in order. Several space-separated secrets (rotation) "
+        "sign each message with all of them. Stored in the database, never shown.",
+        show_default=False,
+    ),
+]
+NotifyUrls = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="URL",
+        help="Chat or push target, an Apprise URL: slack://..., discord://..., tgram://..., "
+        "ntfys://host/topic, mmost://..., gotify://... (repeatable; needs pip install "
+        "'duequeue[notify]'). Shown masked.",
+        show_default=False,
+    ),
+]
+NotifyFile = Annotated[
+    str | None,
+    typer.Option(
+        "--notify-file",
+        metavar="FILE",
+        help="Read --notify URLs from FILE, one a line (- reads stdin), so that their "
+        "tokens stay out of the process list (ps) as --notify's would not.",
+        show_default=False,
+    ),
+]
+Targets = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="CHANNEL:ADDRESS",
+        help="A target of any channel: email:ADDR, webhook:URL or notify:URL (repeatable).",
+        show_default=False,
+    ),
+]
+
 
 def root(
     ctx: typer.Context,
@@ -90,55 +141,12 @@ def add(
             show_default=False,
         ),
     ] = None,
-    email: Annotated[
-        list[str] | None,
-        typer.Option(metavar="ADDR", help="Email target (repeatable).", show_default=False),
-    ] = None,
-    webhook: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="URL", help="Webhook target, an http(s) URL (repeatable).", show_default=False
-        ),
-    ] = None,
-    webhook_secret: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--webhook-secret",
-            metavar="WHSEC",
-            help="Signing secret of these webhooks instead of DUEQUEUE_WEBHOOK_SECRET: one for "
-            "all, or one per --webhook in order. Several space-separated secrets (rotation) "
-            "sign each message with all of them. Stored in the database, never shown.",
-            show_default=False,
-        ),
-    ] = None,
-    notify: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="URL",
-            help="Chat or push target, an Apprise URL: slack://..., discord://..., tgram://..., "
-            "ntfys://host/topic, mmost://..., gotify://... (repeatable; needs pip install "
-            "'duequeue[notify]'). Shown masked.",
-            show_default=False,
-        ),
-    ] = None,
-    notify_file: Annotated[
-        str | None,
-        typer.Option(
-            "--notify-file",
-            metavar="FILE",
-            help="Read --notify URLs from FILE, one a line (- reads stdin), so that their "
-            "tokens stay out of the process list (ps) as --notify's would not.",
-            show_default=False,
-        ),
-    ] = None,
-    target: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="CHANNEL:ADDRESS",
-            help="A target of any channel: email:ADDR, webhook:URL or notify:URL (repeatable).",
-            show_default=False,
-        ),
-    ] = None,
+    email: Emails = None,
+    webhook: Webhooks = None,
+    webhook_secret: WebhookSecrets = None,
+    notify: NotifyUrls = None,
+    notify_file: NotifyFile = None,
+    target: Targets = None,
     subject: Annotated[
         str, typer.Option(metavar="TEXT", help="One-line subject (max 255 characters).")
     ] = ("Reminder"),
@@ -192,7 +200,7 @@ def add(
         "cron": cron,
         "emails": email or (),
         "webhooks": webhook or (),
-        "notify": [*(notify or ()), *_lines_of(notify_file)],
+        "notify": [*(notify or ()), *notify_lines(notify_file)],
         "targets": [target_pair(i, t) for i, t in enumerate(target or ())],
         "webhook_secret": webhook_secret or None,
         "subject": subject,
@@ -212,8 +220,9 @@ def add(
     typer.echo(str(added.id))
 
 
-def _lines_of(path: str | None) -> list[str]:
-    """Return the non-blank lines of a file (`-`: stdin), a `#` line being a comment."""
+def notify_lines(path: str | None) -> list[str]:
+    """Return the --notify URLs of --notify-file: the non-blank lines of a file (`-`: stdin),
+    a `#` line being a comment."""
     if path is None:
         return []
     try:

@@ -64,3 +64,23 @@ def test_a_notify_file_that_cannot_be_read_is_one_line_and_writes_nothing(
     assert r.stderr.startswith("duequeue: error: --notify-file: cannot read ")
     assert r.stderr.count("\n") == 1
     assert not db_path.exists()
+
+
+def test_edit_takes_a_notify_file_too(db_path: Path) -> None:
+    assert run_cli(db_path, "add", "--at", "+1h", "--email", "ann@example.com").returncode == 0
+    proc = subprocess.Popen(
+        cli_args("edit", "1", "--notify-file", "-"),
+        env=cli_env(db_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert TOKEN not in _cmdline_once_running(proc)
+    out, err = proc.communicate(f"{URL}\n", timeout=LIMIT_S)
+    assert (proc.returncode, err) == (0, ""), err
+    assert out.startswith("edited 1: next fire ")
+    shown = run_cli(db_path, "inspect", "--all", "--wide")
+    assert "notify:json://user:****@127.0.0.1:8000" in shown.stdout
+    assert "ann@example.com" not in shown.stdout  # the target flags give the whole new set
+    assert TOKEN not in shown.stdout
