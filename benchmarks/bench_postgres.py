@@ -80,11 +80,13 @@ def _worker(db: str, limit: int) -> None:
 def _fill(db: str, rows: int, url: str) -> None:
     from datetime import UTC, datetime
 
+    from duequeue.schedule import release
     from duequeue.store import open_store
     from duequeue.store.base import NewReminder, NewTarget
     from duequeue.timefmt import to_ms
 
     now = to_ms(datetime.now(UTC))
+    mine = release.in_use() or ""
     due = now - NOW_OFFSET_MS
     store = open_store(db)
     try:
@@ -98,6 +100,7 @@ def _fill(db: str, rows: int, url: str) -> None:
                     dtstart=due,
                     fire_at=due,
                     targets=(NewTarget("webhook", f"{url}/r{i}"),),
+                    release=mine,  # as add records it: no catch-up pass on the first tick
                 )
                 for i in range(rows)
             ],

@@ -115,19 +115,28 @@ def _tx_packets(site: Any, host: Any) -> int:
 def _seed(site: Any, rows: int, url: str) -> None:
     from datetime import UTC, datetime
 
+    from duequeue.schedule import release
     from duequeue.store import open_store
     from duequeue.store.base import NewReminder, NewTarget
     from duequeue.timefmt import to_ms
 
     now = to_ms(datetime.now(UTC))
     due = now - 60_000
+    mine = release.in_use() or ""
     store = open_store(site.local_url)
     try:
         for start in range(0, rows, 10_000):
             store.add_many(
                 [
                     NewReminder(
-                        f"r{i}", "b", None, "UTC", due, due, (NewTarget("webhook", f"{url}/r{i}"),)
+                        f"r{i}",
+                        "b",
+                        None,
+                        "UTC",
+                        due,
+                        due,
+                        (NewTarget("webhook", f"{url}/r{i}"),),
+                        release=mine,  # as add records it: no catch-up pass on the first tick
                     )
                     for i in range(start, min(rows, start + 10_000))
                 ],

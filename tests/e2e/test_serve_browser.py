@@ -119,17 +119,23 @@ def test_a_person_finds_a_dead_letter_retries_it_and_pages_through(
     browser: "WebDriver", http: HttpSink, tmp_path: Path
 ) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.wait import WebDriverWait
 
     db = tmp_path / "dq.db"
     dead = _seed(db, http, tmp_path)
     try:
         with Served(db, env={"DUEQUEUE_WEB_TOKEN": TOKEN}) as s:
             b = browser
+            # A click that submits a form returns before the next page has loaded: each check
+            # after one waits for that page (an event), as long as a busy machine needs.
+            wait = WebDriverWait(b, 60)
             # Log in: the dashboard sends a stranger to the login form.
             b.get(s.url + "/")
             assert b.current_url.endswith("/login")
             b.find_element(By.NAME, "token").send_keys(TOKEN)
             b.find_element(By.CSS_SELECTOR, "form[action='/login'] button").click()
+            wait.until(ec.title_contains("Overview"))
             assert b.title.startswith("Overview")
             assert _count(b, "dead") == 1
             pending_before = _count(b, "pending")
@@ -138,7 +144,7 @@ def test_a_person_finds_a_dead_letter_retries_it_and_pages_through(
 
             # Find the dead letter: the card links to the filtered list.
             b.find_element(By.CSS_SELECTOR, "#count-dead a").click()
-            assert "state=dead" in b.current_url
+            wait.until(ec.url_contains("state=dead"))
             rows = b.find_elements(By.CSS_SELECTOR, "tbody tr")
             assert len(rows) == 1
             # The subject's markup is text, not markup.
@@ -147,16 +153,21 @@ def test_a_person_finds_a_dead_letter_retries_it_and_pages_through(
 
             # Open it: its targets, its attempts, its dead letter.
             b.find_element(By.LINK_TEXT, "Renew <b>TLS</b> certificate").click()
-            assert b.current_url.endswith(f"/reminders/{dead}")
+            wait.until(ec.url_matches(f"/reminders/{dead}$"))
             page = b.page_source
             assert "awaiting retry" in page and "no such invoice" in page
             _shot(b, "reminder.png", tmp_path)
 
             # Retry it, confirmed on a page of its own.
             b.find_element(By.LINK_TEXT, "Retry…").click()
-            assert "Retry reminder" in b.find_element(By.TAG_NAME, "h1").text
-            b.find_element(By.XPATH, "//button[normalize-space()='Yes, retry']").click()
-            assert b.find_element(By.ID, "result").text == "1 of 1 changed."
+            wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Retry reminder"))
+            wait.until(
+                ec.presence_of_element_located(
+                    (By.XPATH, "//button[normalize-space()='Yes, retry']")
+                )
+            ).click()
+            result = wait.until(ec.presence_of_element_located((By.ID, "result")))
+            assert result.text == "1 of 1 changed."
 
             # A tick delivers the retried fire (the endpoint is fixed); the counts follow.
             http.respond("/gone", Reply(200))
@@ -170,9 +181,14 @@ def test_a_person_finds_a_dead_letter_retries_it_and_pages_through(
             # Cancel a reminder.
             b.get(s.url + "/reminders?search=Daily+report")
             b.find_element(By.LINK_TEXT, "Daily report").click()
-            b.find_element(By.LINK_TEXT, "Cancel…").click()
-            b.find_element(By.XPATH, "//button[normalize-space()='Yes, cancel']").click()
-            assert b.find_element(By.ID, "result").text == "1 of 1 changed."
+            wait.until(ec.presence_of_element_located((By.LINK_TEXT, "Cancel…"))).click()
+            wait.until(
+                ec.presence_of_element_located(
+                    (By.XPATH, "//button[normalize-space()='Yes, cancel']")
+                )
+            ).click()
+            result = wait.until(ec.presence_of_element_located((By.ID, "result")))
+            assert result.text == "1 of 1 changed."
             b.get(s.url + "/")
             assert _count(b, "cancelled") == 1
             assert _count(b, "pending") == pending_before - 1
@@ -187,6 +203,7 @@ def test_a_person_finds_a_dead_letter_retries_it_and_pages_through(
                 if not nxt:
                     break
                 nxt[0].click()
+                wait.until(ec.staleness_of(nxt[0]))  # the next page, not this one read again
             total = MANY - 30 + 25 + 2
             assert len(seen) == total and len(set(seen)) == total
             assert seen == sorted(seen, reverse=True)

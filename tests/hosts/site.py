@@ -136,12 +136,17 @@ class Site:
         """One one-shot reminder per target (`http:PATH` or `mail:LOCAL`), due a minute ago."""
         from datetime import UTC, datetime
 
+        from duequeue.schedule import release
         from duequeue.store import open_store
         from duequeue.store.base import NewReminder, NewTarget
         from duequeue.timefmt import to_ms
 
         now = to_ms(datetime.now(UTC))
         due = now - MIN if due_ms is None else due_ms
+        # Computed by the tz release in use, as add records it: with '' the first tick would
+        # first lease every row to take its walls (issue 23's catch-up), and a second host's
+        # claim running meanwhile would find nothing to take.
+        mine = release.in_use() or ""
         store = open_store(self.local_url)
         try:
             reminders = []
@@ -152,7 +157,9 @@ class Site:
                     if kind == "http"
                     else NewTarget("email", f"{what}@example.com")
                 )
-                reminders.append(NewReminder(f"r{i}", "b", None, "UTC", due, due, (target,)))
+                reminders.append(
+                    NewReminder(f"r{i}", "b", None, "UTC", due, due, (target,), release=mine)
+                )
             store.add_many(reminders, now)
         finally:
             store.close()

@@ -48,7 +48,11 @@ def assert_one_line_naming(exc: BadInputError, field: str, text: str) -> None:
 
 
 def test_it_returns_the_named_zone() -> None:
-    assert parse_zone("Europe/Berlin") == BERLIN
+    # By key: zoneinfo compares zones by identity, and a test that swaps zone folders
+    # (zones.reset) leaves a new object for the same zone.
+    zone = parse_zone("Europe/Berlin")
+    assert zone.key == BERLIN.key == "Europe/Berlin"
+    assert zone.utcoffset(datetime(2027, 7, 1)) == timedelta(hours=2)
 
 
 @pytest.mark.parametrize(
