@@ -57,6 +57,11 @@ class Settings:
     # The token `serve` asks of the API (Bearer) and the dashboard's login; without one, serve
     # listens on the loopback interface only.
     web_token: str | None = None
+    # A second token for `serve` that reads everything and changes nothing.
+    web_read_token: str | None = None
+    # The peers whose X-Forwarded-* / Forwarded headers `serve` believes (IPs and networks,
+    # comma-separated, or `*`); "" believes nobody's (duequeue/web/proxy.py).
+    forwarded_allow_ips: str = ""
     # The values of those channels' own settings, by name (not a setting itself).
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -367,7 +372,7 @@ def masked(settings: Settings) -> dict[str, Any]:
     for name, value in settings.by_name().items():
         if name == "webhook_secret" and value:
             value = "whsec_****"
-        elif name in ("smtp_password", "web_token") and value:
+        elif name in ("smtp_password", "web_token", "web_read_token") and value:
             value = "****"
         elif name in ("smtp_url", "db") and value:
             from duequeue import redact  # lazy: only shown settings need it

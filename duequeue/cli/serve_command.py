@@ -25,8 +25,23 @@ def serve(
         bool,
         typer.Option("--read-only", help="Serve the dashboard and the read API, no actions."),
     ] = False,
+    forwarded_allow_ips: Annotated[
+        str | None,
+        typer.Option(
+            "--forwarded-allow-ips",
+            metavar="ADDRS",
+            help="Reverse proxies (IPs or networks, comma-separated; * for any) whose"
+            " X-Forwarded-For/-Proto/-Host or Forwarded headers are believed; default"
+            " DUEQUEUE_FORWARDED_ALLOW_IPS, else none.",
+        ),
+    ] = None,
 ) -> None:
-    """Serve the web dashboard and the HTTP API (/api/v1/) until SIGTERM."""
+    """Serve the web dashboard and the HTTP API (/api/v1/) until SIGTERM.
+
+    Tokens: DUEQUEUE_WEB_TOKEN (everything) and DUEQUEUE_WEB_READ_TOKEN (reads only); without
+    a token, this machine only. Behind a TLS-terminating proxy, name it in
+    --forwarded-allow-ips.
+    """
     # lazy: only serve needs aiohttp's server and the web package; every other command (the app
     # imports this module) would pay for them.
     from duequeue.web import server
@@ -35,6 +50,7 @@ def serve(
 
     def make() -> Queue:
         # Creates a missing database, as `add` and `worker` do: serve takes adds too.
-        return Queue(root.get("db"), config=root.get("config"), create=True)
+        given = {} if forwarded_allow_ips is None else {"forwarded_allow_ips": forwarded_allow_ips}
+        return Queue(root.get("db"), config=root.get("config"), create=True, **given)
 
     server.serve(make, host, port, read_only=read_only)

@@ -9,7 +9,7 @@ from aiohttp import web
 from duequeue.api import Queue
 from duequeue.errors import BadInputError, NotFoundError
 from duequeue.results import Change
-from duequeue.web import jsonout, openapi
+from duequeue.web import inputs, jsonout, openapi
 from duequeue.web.keys import GUARD, QUEUES, parse_id
 
 # Queue.add's arguments the API takes, and the JSON type of each.
@@ -46,7 +46,7 @@ async def openapi_document(request: web.Request) -> web.Response:
 
 
 async def add(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await inputs.json_object(request)
     args = add_arguments(body)
     header = request.headers.get("Idempotency-Key")
     if header is not None:
@@ -58,19 +58,6 @@ async def add(request: web.Request) -> web.Response:
     response = _json(result, 201 if added.created else 200)
     response.headers["Location"] = f"/api/v1/reminders/{added.id}"
     return response
-
-
-async def _body(request: web.Request) -> dict[str, Any]:
-    if request.content_type != "application/json":
-        # A page of another site can POST a form or text/plain without asking; JSON it cannot.
-        raise BadInputError("send the reminder as application/json", field="body")
-    try:
-        body = await request.json()
-    except ValueError as exc:
-        raise BadInputError(f"not JSON: {exc}", field="body") from None
-    if not isinstance(body, dict):
-        raise BadInputError("expected a JSON object of add's fields", field="body")
-    return body
 
 
 def add_arguments(body: dict[str, Any]) -> dict[str, Any]:
@@ -127,11 +114,10 @@ def _reminder_id(request: web.Request) -> int:
 
 
 async def list_reminders(request: web.Request) -> web.Response:
-    q = request.query
-    state = q.get("state", "all")
-    search = q.get("search") or None
-    before = _query_id(q.get("before"), "before")
-    limit = _query_int(q.get("limit"), "limit", 50)
+    state = request.query.get("state", "all")
+    search = inputs.query_search(request)
+    before = inputs.query_id(request, "before")
+    limit = inputs.query_int(request, "limit", 50)
     page = await request.app[QUEUES].call(
         lambda queue: queue.browse(state, search=search, before=before, limit=limit)  # type: ignore[arg-type]
     )
@@ -141,23 +127,6 @@ async def list_reminders(request: web.Request) -> web.Response:
             "next_before": page.next_before,
         }
     )
-
-
-def _query_id(text: str | None, field: str) -> int | None:
-    if text is None or text == "":
-        return None
-    value = parse_id(text, field)
-    if value is None:
-        raise BadInputError(f"expected a reminder id, not {text[:32]!r}", field=field)
-    return value
-
-
-def _query_int(text: str | None, field: str, default: int) -> int:
-    if text is None or text == "":
-        return default
-    if not text.isascii() or not text.isdigit() or len(text) > 6:
-        raise BadInputError(f"expected a whole number, not {text[:32]!r}", field=field)
-    return int(text)
 
 
 async def get_reminder(request: web.Request) -> web.Response:

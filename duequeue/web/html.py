@@ -13,7 +13,8 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;
 background:#f6f7f9}
 header{background:#1d2b3a;color:#fff;padding:.6em 1.2em;display:flex;gap:1.4em;align-items:center}
 header a{color:#dce6f0;text-decoration:none}header a:hover{color:#fff}
-header .brand{font-weight:700;color:#fff}header form{margin-left:auto}
+header .brand{font-weight:700;color:#fff}header form,header .role{margin-left:auto}
+header .role{color:#ffd98a}header .role+form{margin-left:0}
 main{padding:1em 1.2em;max-width:1200px}
 h1{font-size:1.35em;margin:.3em 0 .7em}h2{font-size:1.1em;margin:1.3em 0 .5em}
 table{border-collapse:collapse;background:#fff;width:100%;margin-bottom:1em}
@@ -87,8 +88,10 @@ def page(
     csrf: str | None = None,
     logout: bool = False,
     refresh: int | None = None,
+    note: str | None = None,
 ) -> str:
-    """Return a whole page: the frame, its navigation and `body` (already HTML)."""
+    """Return a whole page: the frame, its navigation (with `note`, such as read-only, beside
+    the logout button) and `body` (already HTML)."""
     meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
     out = (
         f'<form method="post" action="/logout">{hidden("csrf", csrf)}'
@@ -96,6 +99,8 @@ def page(
         if logout and csrf
         else ""
     )
+    if note:
+        out = f'<span class="role" id="role">{h(note)}</span>' + out
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'

@@ -1,11 +1,10 @@
 """The API's JSON: duequeue's public types as plain objects, instants as ISO 8601 UTC (`Z`),
 spans in seconds. A target is given as `display`: a notify URL with its tokens masked, as
-`inspect` shows it; a webhook's own secret only as `has_secret`."""
+`inspect` shows it; a webhook's own secret only as `has_secret`. Errors are problems.py's."""
 
 from datetime import datetime, timedelta
 from typing import Any
 
-from duequeue.errors import DuequeueError
 from duequeue.results import (
     Attempt,
     Change,
@@ -141,22 +140,3 @@ def stats(s: Stats) -> dict[str, Any]:
         "sent_last_day": s.sent_last_day,
         "failed_last_day": s.failed_last_day,
     }
-
-
-def problem(status: int, title: str, detail: str, fields: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Return an RFC 9457 problem document; `field` names the input at fault."""
-    body: dict[str, Any] = {
-        "type": "about:blank",
-        "title": title,
-        "status": status,
-        "detail": detail,
-    }
-    if fields:
-        body["field"] = fields[0]
-        body["fields"] = list(fields)
-    return body
-
-
-def error_problem(exc: DuequeueError, status: int, title: str) -> dict[str, Any]:
-    """Return a DuequeueError as a problem document naming its field."""
-    return problem(status, title, exc.detail, exc.fields)

@@ -1,10 +1,20 @@
-"""The API's OpenAPI 3.1 document (/api/v1/openapi.json), written as data beside api.py.
+"""The API's OpenAPI 3.1 document (/api/v1/openapi.json), written as data beside api.py; each
+route's error statuses come from the errors it raises, through problems.py's one mapping.
 
 tests/e2e/test_serve_schemathesis.py runs schemathesis against it and a live server: no 5xx,
 every response as documented.
 """
 
 from typing import Any
+
+from duequeue.errors import (
+    BadInputError,
+    DuequeueError,
+    KeyConflictError,
+    NotFoundError,
+    StoreError,
+)
+from duequeue.web import problems
 
 _S = {"type": "string"}
 _NS = {"type": ["string", "null"]}
@@ -162,16 +172,49 @@ _PROBLEM = {
         "detail": _S,
         "field": _S,
         "fields": {"type": "array", "items": _S},
+        "existing_id": {**_INT, "description": "409: the reminder that holds the key"},
     },
     "required": ["type", "title", "status", "detail"],
 }
+_RETRY_AFTER = {
+    "Retry-After": {"description": "seconds to wait before trying again", "schema": _INT}
+}
+# What each error status means here; problems.py says which error has which status.
+_DESCRIBED = {
+    400: "Bad input: `field` names it",
+    401: "No valid token (`Authorization: Bearer`)",
+    403: "Refused: a change with the read token, or, without a token, a request not from this"
+    " machine",
+    404: "No such reminder",
+    409: "The key is held by another reminder whose content differs: nothing was added;"
+    " `existing_id` names that reminder",
+    413: "Body too large",
+    429: "Too many wrong tokens from this client: try again after `Retry-After` seconds",
+    503: "The database is busy or unreachable: try again after `Retry-After` seconds",
+}
+# Every route can answer these: the token (401), the role or the Host (403), the throttle
+# (429), the database (503).
+_ANY_ROUTE: tuple[type[DuequeueError], ...] = (StoreError,)
+_ACCESS = (401, 403, 429)
 
 
-def _problem(description: str) -> dict[str, Any]:
-    return {
-        "description": description,
+def _problem(status: int) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "description": _DESCRIBED[status],
         "content": {"application/problem+json": {"schema": _ref("Problem")}},
     }
+    if status in (429, 503):
+        found["headers"] = _RETRY_AFTER
+    return found
+
+
+def errors(*raised: type[DuequeueError], body: bool = False) -> dict[str, Any]:
+    """Return a route's error responses: the statuses of the errors it raises (problems.py),
+    the access statuses every route has, and 413 when it takes a body."""
+    codes = {problems.STATUSES[e][0] for e in (*raised, *_ANY_ROUTE)} | set(_ACCESS)
+    if body:
+        codes.add(413)
+    return {str(code): _problem(code) for code in sorted(codes)}
 
 
 def _ok(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
@@ -184,14 +227,6 @@ _ID = {
     "required": True,
     "schema": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
 }
-_ERRORS = {
-    "400": _problem("Bad input: `field` names it"),
-    "401": _problem("No valid token"),
-    "403": _problem("Refused (read-only, or a foreign Host)"),
-    "404": _problem("No such reminder"),
-    "413": _problem("Body too large"),
-    "503": _problem("The database is busy or unreachable; try again"),
-}
 
 
 def _action(summary: str) -> dict[str, Any]:
@@ -199,7 +234,10 @@ def _action(summary: str) -> dict[str, Any]:
         "post": {
             "summary": summary,
             "parameters": [_ID],
-            "responses": {"200": _ok(_ref("Changes")), **_ERRORS},
+            "responses": {
+                "200": _ok(_ref("Changes")),
+                **errors(BadInputError, NotFoundError, body=True),
+            },
         }
     }
 
@@ -233,7 +271,7 @@ def document(read_only: bool) -> dict[str, Any]:
                             }
                         )
                     ),
-                    **_ERRORS,
+                    **errors(BadInputError),
                 },
             },
         },
@@ -257,7 +295,7 @@ def document(read_only: bool) -> dict[str, Any]:
                             ]
                         }
                     ),
-                    **_ERRORS,
+                    **errors(NotFoundError),
                 },
             }
         },
@@ -265,13 +303,13 @@ def document(read_only: bool) -> dict[str, Any]:
             "get": {
                 "summary": "Every attempt, dead letter and target retry",
                 "parameters": [_ID],
-                "responses": {"200": _ok(_ref("History")), **_ERRORS},
+                "responses": {"200": _ok(_ref("History")), **errors(NotFoundError)},
             }
         },
         "/api/v1/stats": {
             "get": {
                 "summary": "Counts, as `duequeue stats --json`",
-                "responses": {"200": _ok(_ref("Stats")), **_ERRORS},
+                "responses": {"200": _ok(_ref("Stats")), **errors()},
             }
         },
     }
@@ -286,7 +324,7 @@ def document(read_only: bool) -> dict[str, Any]:
             "responses": {
                 "201": _ok(_ref("Added"), "Added"),
                 "200": _ok(_ref("Added"), "The key existed: nothing added"),
-                **_ERRORS,
+                **errors(BadInputError, KeyConflictError, body=True),
             },
         }
         paths["/api/v1/reminders/{id}/retry"] = _action("Re-arm its dead fire (as `retry`)")

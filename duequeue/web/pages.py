@@ -9,10 +9,10 @@ from aiohttp import web
 from duequeue.api import Queue
 from duequeue.errors import BadInputError, NotFoundError
 from duequeue.results import Change, History, Overview, Page, Reminder, Target
-from duequeue.web import charts
-from duequeue.web.auth import LOGIN_COOKIE, SESSION_COOKIE, set_cookie
+from duequeue.web import charts, inputs, tries
+from duequeue.web.auth import DEVICE_AGE, DEVICE_COOKIE, LOGIN_COOKIE, SESSION_COOKIE, set_cookie
 from duequeue.web.html import facts, h, page, post_button, span, state, table, url, when
-from duequeue.web.keys import GUARD, QUEUES, parse_id
+from duequeue.web.keys import GUARD, QUEUES, THROTTLE, may_change, parse_id, role
 
 STATES = ("all", "pending", "due", "retrying", "dead", "done", "cancelled")
 PAGE_SIZE = 50
@@ -61,8 +61,27 @@ def _html(
     request: web.Request, title: str, body: str, status: int = 200, refresh: int | None = None
 ) -> web.Response:
     guard = request.app[GUARD]
-    text = page(title, body, csrf=_csrf(request), logout=guard.token is not None, refresh=refresh)
+    # Logged in with the read token: the header says so (and pages show no action).
+    reader = guard.token is not None and role(request) == "read" and _logged_in(request)
+    text = page(
+        title,
+        body,
+        csrf=_csrf(request),
+        logout=guard.token is not None and _logged_in(request),
+        refresh=refresh,
+        note="read-only" if reader or guard.read_only else None,
+    )
     return web.Response(text=text, content_type="text/html", status=status)
+
+
+def _logged_in(request: web.Request) -> bool:
+    return request.app[GUARD].cookie(request) is not None
+
+
+def _changer(request: web.Request) -> None:
+    """Refuse a page that leads to a change to whoever may not make it (the read token)."""
+    if not may_change(request):
+        raise web.HTTPForbidden(text="the read-only token changes nothing")
 
 
 # -- overview --------------------------------------------------------------------------------
@@ -125,23 +144,14 @@ async def reminders(request: web.Request) -> web.Response:
     st = q.get("state", "all")
     if st not in STATES:
         raise BadInputError(f"{st[:32]!r} is not one of {', '.join(STATES)}", field="state")
-    search = q.get("search", "").strip() or None
-    before = _before(q.get("before"))
+    search = inputs.query_search(request)
+    before = inputs.query_id(request, "before")
     found: Page = await request.app[QUEUES].call(
         lambda queue: queue.browse(st, search=search, before=before, limit=PAGE_SIZE)  # type: ignore[arg-type]
     )
-    body = render_list(found, st, search, before is not None, request.app[GUARD].read_only)
+    body = render_list(found, st, search, before is not None, not may_change(request))
     title = "Dead letters" if st == "dead" else "Reminders"
     return _html(request, title, body)
-
-
-def _before(text: str | None) -> int | None:
-    if not text:
-        return None
-    value = parse_id(text, "before")
-    if value is None:
-        raise BadInputError(f"expected a reminder id, not {text[:32]!r}", field="before")
-    return value
 
 
 def render_list(found: Page, st: str, search: str | None, paged: bool, read_only: bool) -> str:
@@ -206,7 +216,7 @@ async def reminder(request: web.Request) -> web.Response:
         return q.history(rid), q.next_fires(rid, 5)
 
     found, fires = await request.app[QUEUES].call(work)
-    body = render_reminder(found, fires, _csrf(request), request.app[GUARD].read_only)
+    body = render_reminder(found, fires, _csrf(request), not may_change(request))
     return _html(request, f"Reminder {rid}", body)
 
 
@@ -321,6 +331,7 @@ def _action(request: web.Request) -> tuple[int, str]:
 
 async def confirm(request: web.Request) -> web.Response:
     rid, action = _action(request)
+    _changer(request)
     label, text = ACTIONS[action]
     body = (
         f"<h1>{h(label)} reminder {rid}?</h1><p>{h(text.format(id=rid))}</p><p>"
@@ -363,7 +374,8 @@ def render_changes(label: str, changes: list[Change], back: str) -> str:
 
 
 async def confirm_retry_all(request: web.Request) -> web.Response:
-    search = request.query.get("search", "").strip() or None
+    _changer(request)
+    search = inputs.query_search(request)
     what = "every dead letter" + (f" matching {search!r}" if search else "")
     back = url("/reminders", state="dead", search=search)
     body = (
@@ -382,8 +394,8 @@ async def confirm_retry_all(request: web.Request) -> web.Response:
 
 
 async def retry_all(request: web.Request) -> web.Response:
-    form = await request.post()
-    search = str(form.get("search", "")).strip() or None
+    form = await inputs.form(request)
+    search = inputs.search_text(inputs.text_field(form, "search"))
 
     def work(q: Queue) -> list[Change]:
         if search is None:
@@ -425,12 +437,35 @@ def _login_body(request: web.Request, error: str | None) -> str:
 
 
 async def login(request: web.Request) -> web.Response:
-    guard = request.app[GUARD]
-    form = await request.post()
-    if not guard.token_ok(str(form.get("token", ""))):
-        return _html(request, "Log in", _login_body(request, "That is not the token."), 401)
+    guard, throttle = request.app[GUARD], request.app[THROTTLE]
+    if guard.token is None:
+        return _see_other("/")
+    # A browser that logged in before is judged by its own failures, not by its address's, so
+    # that nobody sharing the address can keep its owner out (throttle.py).
+    device = guard.device(request)
+    key = tries.key(request, device)
+    wait = throttle.wait(key)
+    if wait:
+        return _refused(request, f"Too many wrong tokens from here: try again in {wait} s.", wait)
+    form = await inputs.form(request)
+    found = guard.role_of(inputs.text_field(form, "token"))
+    if found is None:
+        wait = tries.failed(request, key, "the login")
+        later = f" Too many wrong tokens from here: the next try waits {wait} s." if wait else ""
+        return _html(request, "Log in", _login_body(request, "That is not the token." + later), 401)
+    throttle.succeeded(key)
     response = _see_other("/")
-    set_cookie(response, LOGIN_COOKIE, guard.login_value(), secure=request.secure)
+    set_cookie(response, LOGIN_COOKIE, guard.login_value(found), secure=request.secure)
+    if device is None:
+        set_cookie(
+            response, DEVICE_COOKIE, guard.new_device(), secure=request.secure, max_age=DEVICE_AGE
+        )
+    return response
+
+
+def _refused(request: web.Request, error: str, wait: int) -> web.Response:
+    response = _html(request, "Log in", _login_body(request, error), 429)
+    response.headers["Retry-After"] = str(wait)
     return response
 
 

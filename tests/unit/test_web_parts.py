@@ -43,13 +43,16 @@ def test_serve_refuses_what_it_must_not_run_with() -> None:
 
 
 def test_tokens_and_csrf_tokens() -> None:
-    guard = Guard("s3cret-token-0123456789")
-    assert guard.token_ok("s3cret-token-0123456789")
-    assert not guard.token_ok("s3cret-token-012345678")
-    assert not Guard(None).token_ok("")
+    guard = Guard("s3cret-token-0123456789", read_token="reader-token-0123456789")
+    assert guard.role_of("s3cret-token-0123456789") == "admin"
+    assert guard.role_of("reader-token-0123456789") == "read"
+    assert guard.role_of("s3cret-token-012345678") is None
+    assert guard.role_of("") is None
+    assert Guard(None).role_of("") is None
     assert guard.csrf("a") != guard.csrf("b") and guard.csrf("a") == guard.csrf("a")
     assert guard.csrf("a") != Guard("s3cret-token-0123456789").csrf("a")  # a key per process
-    assert "s3cret" not in guard.login_value()
+    assert "s3cret" not in guard.login_value("admin")
+    assert guard.login_value("admin") != guard.login_value("read")
 
 
 def test_the_charts_are_self_contained_svg_with_a_text_equivalent() -> None:
