@@ -1,15 +1,18 @@
 """`duequeue serve` as a real process on loopback, and a real HTTP client (aiohttp's) for it.
 
 `Served` starts `python -m duequeue --db DB serve --port 0` (tests/procs.py), reads the URL it
-announces, and stops it with SIGTERM, checking that it exits 0. `fetch` is one request through
-aiohttp's client, returned whole.
+announces, keeps the log it writes after that (`log`, whole once it has stopped), and stops it
+with SIGTERM. `fetch` is one request through aiohttp's client, returned whole.
 """
 
 import asyncio
 import json
 import re
 import signal
+import socket
+import ssl
 import subprocess
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +45,8 @@ class Served:
         self.env = dict(env or {})
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
+        self._lines: list[str] = []
+        self._reader: threading.Thread | None = None
 
     def __enter__(self) -> "Served":
         # --db names the database whatever it is; spawn_cli's DUEQUEUE_DB is then moot.
@@ -57,18 +62,44 @@ class Served:
             _, rest = self.proc.communicate(timeout=LIMIT_S)
             raise AssertionError(f"serve did not start: {line}{rest}")
         self.url = found.group(1)
+        # Read the log as it comes, so that a chatty server never blocks on a full pipe.
+        self._reader = threading.Thread(target=self._read_log, args=(self.proc,), daemon=True)
+        self._reader.start()
         return self
 
+    def _read_log(self, proc: "subprocess.Popen[str]") -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            self._lines.append(line)
+
+    @property
+    def log(self) -> str:
+        """Return what the server wrote on stderr after it announced its URL."""
+        return "".join(self._lines)
+
     def stop(self) -> int:
-        """Send SIGTERM and return the exit code."""
+        """Send SIGTERM and return the exit code, with the whole log read."""
         assert self.proc is not None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        self.proc.communicate(timeout=LIMIT_S)
+        self.proc.wait(timeout=LIMIT_S)
+        if self._reader is not None:
+            self._reader.join(timeout=LIMIT_S)
         return self.proc.returncode
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def raw(self, request: bytes) -> bytes:
+        """Send `request` as it is on a new connection (what no HTTP client would send); return
+        all the server answers until it closes."""
+        host, _, port = self.url.removeprefix("http://").rpartition(":")
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=LIMIT_S) as conn:
+            conn.sendall(request)
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+        return answer
 
     def fetch(
         self,
@@ -93,15 +124,17 @@ def fetch(
     data: bytes | Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
     cookies: Mapping[str, str] | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> Reply:
-    """Make one request through aiohttp's client (redirects not followed)."""
+    """Make one request through aiohttp's client (redirects not followed); an https URL's
+    server is checked with `tls` (a context trusting the test's CA)."""
 
     async def go() -> Reply:
         async with (
             aiohttp.ClientSession(cookies=dict(cookies or {})) as session,
             session.request(
                 method, url, json=json_body, data=data, headers=dict(headers or {}),
-                allow_redirects=False,
+                allow_redirects=False, ssl=tls if tls is not None else True,
             ) as r,
         ):  # fmt: skip
             return Reply(r.status, dict(r.headers), await r.text(), dict(r.cookies))

@@ -311,3 +311,27 @@ def test_retry_all_on_a_filtered_list_of_dead_letters(db: Db, http: HttpSink) ->
         assert done.status == 200 and "2 of 2 changed" in done.text
         left = s.fetch("GET", "/api/v1/reminders?state=dead").json()["reminders"]
         assert [r["subject"] for r in left] == ["Pay rent"]
+
+
+def test_a_key_held_with_other_content_is_a_409_naming_the_reminder(db: Db) -> None:
+    """A client retries a 5xx: a key conflict answered 500 would be sent again and again."""
+    with Served(db) as s:
+        first = {"at": "+1d", "emails": ["ann@example.com"], "subject": "Invoice 42 is due"}
+        key = {"Idempotency-Key": "invoice-42"}
+        rid = s.fetch("POST", "/api/v1/reminders", json_body=first, headers=key).json()["id"]
+        other = {"at": "+2d", "emails": ["bob@example.com"]}
+        r = s.fetch("POST", "/api/v1/reminders", json_body=other, headers=key)
+        assert r.status == 409, r.text
+        assert r.headers["Content-Type"].startswith("application/problem+json")
+        assert "Retry-After" not in r.headers
+        problem = r.json()
+        assert problem["title"] == "Key conflict" and problem["field"] == "key"
+        assert problem["existing_id"] == rid and f"reminder {rid}" in problem["detail"]
+        # The same content is no conflict: the add is idempotent.
+        same = s.fetch("POST", "/api/v1/reminders", json_body=first, headers=key)
+        assert same.status == 200
+        assert same.json()["id"] == rid and same.json()["created"] is False
+        assert s.fetch("GET", "/api/v1/stats").json()["pending"] == 1
+        spec = s.fetch("GET", "/api/v1/openapi.json").json()
+        assert "409" in spec["paths"]["/api/v1/reminders"]["post"]["responses"]
+    assert s.stop() == 0

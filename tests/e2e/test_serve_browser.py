@@ -5,7 +5,7 @@ letter, open it, retry it, watch the counts change after a tick, cancel a remind
 
 With DUEQUEUE_SCREENSHOTS=1 the screenshots of the overview, a reminder and the dead letters go
 to docs/img/ (docs/dashboard.md shows them). Where chromium is missing the test skips, except in
-CI (CI or DUEQUEUE_TEST_PG_REQUIRED set), where it fails: .ci/run installs it.
+CI (CI or DUEQUEUE_TEST_PG_REQUIRED set), where it fails: .ci/run installs it (tests/chromium.py).
 """
 
 import json
@@ -18,55 +18,25 @@ from pathlib import Path
 
 import pytest
 
+from tests.chromium import CHROMIUM, chromium
 from tests.procs import ROOT, reap, run_cli
 from tests.servers import HttpSink, Reply
 from tests.webserver import Served
 
-CHROMIUM = "/usr/bin/chromium"
-DRIVER = "/usr/bin/chromedriver"
 TOKEN = "browser-test-token-0123456789"
 MANY = 10_000
 SHOTS = ROOT / "docs" / "img"
 # Read at import: the autouse isolated_env fixture removes DUEQUEUE_* variables from each test.
 KEEP_SHOTS = os.environ.get("DUEQUEUE_SCREENSHOTS") == "1"
-IN_CI = bool(os.environ.get("CI") or os.environ.get("DUEQUEUE_TEST_PG_REQUIRED"))
 
 if TYPE_CHECKING := False:
     from selenium.webdriver.remote.webdriver import WebDriver
 
 
-def _browser_or_skip() -> None:
-    missing = [p for p in (CHROMIUM, DRIVER) if not Path(p).exists()]
-    try:
-        import selenium  # noqa: F401 - only whether it is there
-    except ImportError:
-        missing.append("selenium (pip)")
-    if not missing:
-        return
-    why = f"{', '.join(missing)} missing: apt-get install chromium chromium-driver; pip install"
-    why += " selenium"
-    if IN_CI:
-        pytest.fail(why)
-    pytest.skip(why)
-
-
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator["WebDriver"]:
-    _browser_or_skip()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1280,1000", f"--user-data-dir={tmp_path / 'chromium'}"):  # fmt: skip
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    with chromium(tmp_path / "chromium") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _shot(driver: "WebDriver", name: str, tmp_path: Path) -> None:
