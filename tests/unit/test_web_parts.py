@@ -1,5 +1,5 @@
 """serve's small parts: where it may listen, what a Host header names, the charts (SVG that asks
-nothing of anyone, readable as text), every value escaped."""
+nothing of anyone, readable as text), every value escaped, how deep JSON nests."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -8,6 +8,7 @@ import pytest
 from duequeue.errors import BadInputError, ConfigError
 from duequeue.web import charts, html
 from duequeue.web.auth import Guard, host_name, is_loopback
+from duequeue.web.inputs import nesting
 from duequeue.web.server import check
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
@@ -76,3 +77,12 @@ def test_every_value_is_escaped() -> None:
     )
     assert html.span(timedelta(milliseconds=250)) == "250 ms"
     assert html.span(None) == "none"
+
+
+def test_json_nesting_is_counted_without_parsing() -> None:
+    assert nesting(b"1") == 0 and nesting(b"[]") == 1 and nesting(b"{}") == 1
+    assert nesting(b'{"a": [[1], {"b": 2}]}') == 3
+    # Brackets inside strings, escaped quotes included, are text.
+    assert nesting(b'{"a": "[[[{{{", "b": ["\\"]]]]", "\\\\"]}') == 2
+    assert nesting(b"[" * 100_000) == 100_000  # no recursion, so no RecursionError
+    assert nesting(b'[[["unterminated [[[') == 6  # garbage is bounded too, never parsed
