@@ -117,7 +117,7 @@ def _seed(site: Any, rows: int, url: str) -> None:
 
     from duequeue.schedule import release
     from duequeue.store import open_store
-    from duequeue.store.base import NewReminder, NewTarget
+    from duequeue.store.records import NewReminder, NewTarget
     from duequeue.timefmt import to_ms
 
     now = to_ms(datetime.now(UTC))

@@ -29,7 +29,8 @@ from duequeue.config import Settings, load_settings, load_settings_traced
 from duequeue.errors import BadInputError, DatabaseLostError, DuequeueError
 from duequeue.lazy import LazyModule
 from duequeue.store import open_store, safe_url
-from duequeue.store.base import BrowseState, Store
+from duequeue.store.records import BrowseState
+from duequeue.store.store import Store
 from duequeue.tick_summary import TickSummary
 from duequeue.timefmt import from_ms, parse_duration, to_ms
 

@@ -7,7 +7,13 @@ from typing import Any
 from duequeue import compose, validate
 from duequeue.channels import registry
 from duequeue.errors import BadInputError, NotFoundError
-from duequeue.store.base import Edit, NewSchedule, NewTarget, ReminderView, Store
+from duequeue.store.records import (
+    Edit,
+    NewSchedule,
+    NewTarget,
+    ReminderView,
+)
+from duequeue.store.store import Store
 from duequeue.timefmt import iso, to_ms
 
 

@@ -12,7 +12,12 @@ from duequeue.channels import registry
 from duequeue.config import Settings
 from duequeue.errors import BadInputError
 from duequeue.schedule import rules as schedule
-from duequeue.store.base import NewReminder, NewSchedule, NewTarget, ReminderView
+from duequeue.store.records import (
+    NewReminder,
+    NewSchedule,
+    NewTarget,
+    ReminderView,
+)
 from duequeue.timefmt import from_ms, iso, parse_duration, to_ms
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from duequeue.config import Origins, Settings, masked
 from duequeue.engine import tick as engine
 from duequeue.lazy import LazyModule
-from duequeue.store import base as store
+from duequeue.store import records as store
 from duequeue.tick_summary import TickSummary
 from duequeue.timefmt import from_ms
 

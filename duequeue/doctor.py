@@ -10,7 +10,7 @@ from duequeue.config import env_name
 from duequeue.errors import ConfigError, DuequeueError
 from duequeue.schedule import release, zones
 from duequeue.store import safe_url
-from duequeue.store.base import HealthCheck
+from duequeue.store.records import HealthCheck
 
 Check = HealthCheck
 

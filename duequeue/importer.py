@@ -12,7 +12,7 @@ from duequeue import validate
 from duequeue.compose import AddRequest, build_reminder
 from duequeue.errors import BadInputError
 from duequeue.spool import Spool
-from duequeue.store.base import NewReminder
+from duequeue.store.records import NewReminder
 
 # The fields of a line: Queue.add's keyword arguments, spelled the same.
 FIELDS = (

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from duequeue.errors import ConfigError, NotFoundError
 from duequeue.lazy import LazyModule
 from duequeue.schedule import release
-from duequeue.store.base import (
+from duequeue.store.records import (
     BrowseState,
     Change,
     Dashboard,
@@ -20,8 +20,8 @@ from duequeue.store.base import (
     PruneCounts,
     ReminderView,
     Stats,
-    Store,
 )
+from duequeue.store.store import Store
 from duequeue.timefmt import to_ms
 
 if TYPE_CHECKING:

@@ -12,7 +12,8 @@ from duequeue.engine.tick import HelperOptions, TickOptions, TickSummary, tick
 from duequeue.errors import BadInputError, NotFoundError, StoreBusyError
 from duequeue.lazy import LazyModule
 from duequeue.store import is_postgres_url, postgres_module
-from duequeue.store.base import NewReminder, ReminderView, Store, View
+from duequeue.store.records import NewReminder, ReminderView, View
+from duequeue.store.store import Store
 from duequeue.timefmt import to_ms
 
 if TYPE_CHECKING:

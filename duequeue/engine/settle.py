@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from duequeue import policy
 from duequeue.errors import DuequeueError
 from duequeue.lazy import LazyModule
-from duequeue.store.base import (
+from duequeue.store.records import (
     FRESH,
     DeadFire,
     Fire,
@@ -53,7 +53,7 @@ DISABLED = "target disabled (its endpoint answered 410 Gone); `duequeue enable` 
 ALL_DISABLED = "skipped: every target is disabled (410 Gone); `duequeue enable ID` turns them on"
 
 
-@dataclass(slots=True)  # not frozen: built for every failed send, see store/base.py
+@dataclass(slots=True)  # not frozen: built for every failed send, see store/records.py
 class Standing:
     """How one target of a fire stands: its end, its failed attempts of the fire so far, its
     last error, when it may be tried again (waiting), and whether it answered 410 Gone."""

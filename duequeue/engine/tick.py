@@ -32,7 +32,14 @@ from duequeue.errors import DatabaseLostError, StoreError
 from duequeue.lazy import LazyModule
 from duequeue.policy import RetryPolicy
 from duequeue.schedule import release
-from duequeue.store.base import FRESH, DeliveryRecord, Fire, RowClaim, Store, Target
+from duequeue.store.records import (
+    FRESH,
+    DeliveryRecord,
+    Fire,
+    RowClaim,
+    Target,
+)
+from duequeue.store.store import Store
 from duequeue.timefmt import from_ms
 
 if TYPE_CHECKING:
@@ -43,7 +50,7 @@ if TYPE_CHECKING:
     from duequeue.channels import base as channel_base
     from duequeue.channels import registry
     from duequeue.engine import commit, endpoints, helper, recompute, stopsignal
-    from duequeue.store.base import Claim
+    from duequeue.store.records import Claim
 else:
     # Loaded on first use: a tick with nothing due (the common case, every minute) must stay
     # free of asyncio, threads, the channels and the commit helper.

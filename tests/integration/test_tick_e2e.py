@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from duequeue.store.base import Store
+from duequeue.store.store import Store
 from tests.clirunner import SECRET, Cli, counts
 from tests.servers import HttpSink, Reply, SmtpSink
 from tests.stores import Db
@@ -216,7 +216,7 @@ def test_a_row_with_its_email_sent_before_a_crash_gets_only_the_webhook(
 ) -> None:
     rid = cli.add("--at", "now", "--email", "ann@example.com", "--webhook", http.url("/r"))
     # A tick that sent the email, recorded it, and died before the webhook and the write-back.
-    from duequeue.store.base import DeliveryRecord
+    from duequeue.store.records import DeliveryRecord
     from duequeue.timefmt import to_ms
 
     store = open_store()

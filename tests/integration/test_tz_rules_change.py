@@ -19,7 +19,7 @@ from duequeue.engine import recompute, settle
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.schedule import zones
 from duequeue.store import open_store
-from duequeue.store.base import Store
+from duequeue.store.store import Store
 from duequeue.timefmt import from_ms, to_ms
 from tests.clirunner import Cli
 from tests.paths import DATA

@@ -8,7 +8,7 @@ from duequeue.channels.base import Outcome
 from duequeue.engine import settle
 from duequeue.engine.settle import SENT, UNTRIED, Standing
 from duequeue.policy import RetryPolicy
-from duequeue.store.base import (
+from duequeue.store.records import (
     FRESH,
     Fire,
     RowClaim,
