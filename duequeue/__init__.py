@@ -1,8 +1,8 @@
 """duequeue: a cron-driven due-time reminder scheduler backed by SQLite or PostgreSQL.
 
-`duequeue.Queue` is the Python API (api.py); the types its methods return (results.py) and the
-errors they raise (errors.py) are exported here too. Everything but the errors loads on first
-use: cron's plain `tick` imports this package every minute and pays only for what it uses.
+`duequeue.Queue` is the Python API (api/queue.py); the types its methods return (api/results.py)
+and the errors they raise (errors.py) are exported here too. Everything but the errors loads on
+first use: cron's plain `tick` imports this package every minute and pays only for what it uses.
 """
 
 from importlib import import_module
@@ -20,8 +20,8 @@ from duequeue.errors import (
 )
 
 if TYPE_CHECKING:
-    from duequeue.api import Queue, check_setup
-    from duequeue.results import (
+    from duequeue.api.queue import Queue, check_setup
+    from duequeue.api.results import (
         Added,
         Attempt,
         Change,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
         TickSummary,
         View,
     )
-    from duequeue.version import __version__
+    from duequeue.shared.version import __version__
 
 __all__ = [
     "Added",
@@ -97,13 +97,17 @@ __all__ = [
 ]
 # The module each name is loaded from on first use: the API and the version by name, the rest
 # are the public types.
-_FROM = {"Queue": "duequeue.api", "check_setup": "duequeue.api", "__version__": "duequeue.version"}
+_FROM = {
+    "Queue": "duequeue.api.queue",
+    "check_setup": "duequeue.api.queue",
+    "__version__": "duequeue.shared.version",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'duequeue' has no attribute {name!r}")
-    value = getattr(import_module(_FROM.get(name, "duequeue.results")), name)
+    value = getattr(import_module(_FROM.get(name, "duequeue.api.results")), name)
     globals()[name] = value  # found here from now on, without this call
     return value
 

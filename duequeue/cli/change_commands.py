@@ -11,7 +11,7 @@ from duequeue.cli import commands, context, output
 from duequeue.cli.summary import iso
 
 if TYPE_CHECKING:
-    from duequeue.results import Changed
+    from duequeue.api.results import Changed
 
 
 def init(ctx: typer.Context) -> None:

@@ -5,7 +5,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from duequeue.api import Queue
+from duequeue.api.queue import Queue
 from duequeue.cli.summary import lost_line, tick_json, tick_line
 from duequeue.errors import DatabaseLostError
 

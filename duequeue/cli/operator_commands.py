@@ -12,7 +12,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from duequeue.api import Queue, check_setup
+from duequeue.api.queue import Queue, check_setup
 from duequeue.cli import context, output_ops
 from duequeue.cli.report import message
 from duequeue.cli.summary import iso, tick_line
@@ -20,7 +20,7 @@ from duequeue.cli.table import table_width
 from duequeue.errors import BadInputError, DuequeueError
 
 if TYPE_CHECKING:
-    from duequeue.results import Change, ImportResult, TickSummary
+    from duequeue.api.results import Change, ImportResult, TickSummary
 
 IDS = Annotated[
     list[int] | None, typer.Argument(metavar="ID", help="Reminder ids.", show_default=False)

@@ -15,7 +15,7 @@ from duequeue.cli.summary import iso, seconds
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
-    from duequeue.results import (
+    from duequeue.api.results import (
         Change,
         ConfigReport,
         DoctorReport,

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from duequeue.api import Queue
+from duequeue.api.queue import Queue
 
 
 def serve(

@@ -4,7 +4,7 @@ renderer prints: light enough for cron's plain `tick` (output.py loads the table
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from duequeue.tick_summary import TickSummary
+from duequeue.api.tick_summary import TickSummary
 
 
 def iso(instant: datetime | None) -> str | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from duequeue.errors import DuequeueError
-from duequeue.lazy import LazyModule
+from duequeue.shared.lazy import LazyModule
 from duequeue.store.records import Refire, StaleFire
 from duequeue.store.store import Store
 

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from duequeue.engine import settle
 from duequeue.errors import DatabaseLostError, StoreError
-from duequeue.lazy import LazyModule
-from duequeue.policy import RetryPolicy
+from duequeue.rules.retry_policy import RetryPolicy
 from duequeue.schedule import release
+from duequeue.shared.lazy import LazyModule
+from duequeue.shared.timefmt import from_ms
 from duequeue.store.records import (
     FRESH,
     DeliveryRecord,
@@ -40,7 +41,6 @@ from duequeue.store.records import (
     Target,
 )
 from duequeue.store.store import Store
-from duequeue.timefmt import from_ms
 
 if TYPE_CHECKING:
     import asyncio

@@ -44,7 +44,7 @@ def is_postgres_url(db: str) -> bool:
 
 def safe_url(url: str) -> str:
     """Return a --db value fit to print: a URL with its password masked."""
-    from duequeue import redact  # lazy: only a URL to print needs it, not cron's tick
+    from duequeue.shared import redact  # lazy: only a URL to print needs it, not cron's tick
 
     return redact.url(url)
 

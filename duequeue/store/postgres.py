@@ -29,7 +29,7 @@ import psycopg.sql
 from psycopg.conninfo import conninfo_to_dict
 
 from duequeue.errors import StoreBusyError, StoreError
-from duequeue.redact import url as safe_url
+from duequeue.shared.redact import url as safe_url
 from duequeue.store import ops_sql, schema
 from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import POSTGRES, Row, Run

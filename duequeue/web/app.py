@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from duequeue import metrics
+from duequeue.api import prometheus
 from duequeue.errors import BadInputError, DuequeueError, NotFoundError, StoreError
 from duequeue.web import api, jsonout, pages
 from duequeue.web.auth import SESSION_COOKIE, Guard, host_name, is_loopback, new_session, set_cookie
@@ -161,6 +161,4 @@ async def _style(request: web.Request) -> web.Response:
 
 async def _metrics(request: web.Request) -> web.Response:
     found = await request.app[QUEUES].call(lambda q: q.stats())
-    return web.Response(
-        text=metrics.prometheus_text(found), content_type="text/plain", charset="utf-8"
-    )
+    return web.Response(text=prometheus.text(found), content_type="text/plain", charset="utf-8")

@@ -5,8 +5,7 @@ spans in seconds. A target is given as `display`: a notify URL with its tokens m
 from datetime import datetime, timedelta
 from typing import Any
 
-from duequeue.errors import DuequeueError
-from duequeue.results import (
+from duequeue.api.results import (
     Attempt,
     Change,
     DeadLetter,
@@ -17,6 +16,7 @@ from duequeue.results import (
     Target,
     TargetRetry,
 )
+from duequeue.errors import DuequeueError
 
 
 def iso(at: datetime | None) -> str | None:

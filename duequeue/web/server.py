@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from duequeue.api import Queue
+from duequeue.api.queue import Queue
 from duequeue.errors import BadInputError, ConfigError
 from duequeue.web.app import make_app
 from duequeue.web.auth import Guard, is_loopback

@@ -20,12 +20,12 @@ import apsw
 import pytest
 
 from duequeue.channels.netguard import blocked_reason
-from duequeue.config import load_settings
+from duequeue.config.settings import load_settings
 from duequeue.engine.tick import TickSummary
-from duequeue.service import run_tick
+from duequeue.operations.tick import run as run_tick
+from duequeue.shared.timefmt import from_ms, to_ms
 from duequeue.store.records import NewReminder, NewTarget
 from duequeue.store.sqlite import connect as open_sqlite
-from duequeue.timefmt import from_ms, to_ms
 from tests import rawserver
 from tests.procs import LIMIT_S, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply, SmtpSink

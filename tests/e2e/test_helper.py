@@ -485,9 +485,9 @@ def run_leased_out(db: Path, n: int) -> TickSummary:
     """Tick as the CLI would, at an instant past the lease of any tick started now."""
     from datetime import UTC, datetime
 
-    from duequeue.config import load_settings
-    from duequeue.service import run_tick
-    from duequeue.timefmt import from_ms, to_ms
+    from duequeue.config.settings import load_settings
+    from duequeue.operations.tick import run as run_tick
+    from duequeue.shared.timefmt import from_ms, to_ms
 
     settings = load_settings({"db": str(db), "tick_limit": n}, env={})
     later = from_ms(to_ms(datetime.now(UTC)) + settings.lease_ms + 1000)

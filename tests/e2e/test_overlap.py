@@ -16,11 +16,11 @@ from pathlib import Path
 import apsw
 import pytest
 
-from duequeue.config import load_settings
-from duequeue.service import run_tick
+from duequeue.config.settings import load_settings
+from duequeue.operations.tick import run as run_tick
+from duequeue.shared.timefmt import from_ms, to_ms
 from duequeue.store.records import NewReminder, NewTarget
 from duequeue.store.sqlite import connect as open_sqlite
-from duequeue.timefmt import from_ms, to_ms
 from tests.procs import LIMIT_S, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply
 

@@ -16,11 +16,11 @@ import apsw
 import pytest
 
 from duequeue.channels.webhook import endpoint
-from duequeue.config import Settings
+from duequeue.config.settings import Settings
 from duequeue.engine.endpoints import EndpointSlots
+from duequeue.shared.timefmt import to_ms
 from duequeue.store.records import NewReminder, NewTarget
 from duequeue.store.sqlite import connect as open_sqlite
-from duequeue.timefmt import to_ms
 from tests.procs import LIMIT_S, reap, run_cli, spawn_cli
 from tests.servers import LOOPBACK, HttpSink, Reply
 

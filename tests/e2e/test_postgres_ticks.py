@@ -21,8 +21,8 @@ import pytest
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.errors import StoreError
+from duequeue.shared.timefmt import to_ms
 from duequeue.store.records import Fire, NewReminder, NewTarget
-from duequeue.timefmt import to_ms
 from tests.clirunner import SECRET, Cli
 from tests.paths import ROOT
 from tests.pg import SERVER_URL, admin_connect, needs_psycopg

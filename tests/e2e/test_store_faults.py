@@ -13,6 +13,7 @@ import apsw
 import pytest
 
 from duequeue.errors import StoreError
+from duequeue.shared.timefmt import to_ms
 from duequeue.store.records import (
     DeliveryRecord,
     NewReminder,
@@ -22,7 +23,6 @@ from duequeue.store.records import (
     RowState,
 )
 from duequeue.store.sqlite import connect as open_sqlite
-from duequeue.timefmt import to_ms
 from tests.clirunner import Cli
 from tests.procs import run_cli
 

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from duequeue.config import Settings
+from duequeue.config.settings import Settings
 from duequeue.engine.tick import HelperOptions, TickOptions, tick
 from duequeue.errors import DatabaseLostError
 from duequeue.store.postgres import connect as open_postgres

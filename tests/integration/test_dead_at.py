@@ -7,7 +7,7 @@ dead letter stamped with the claim's `now` would seem to die before its last att
 from collections.abc import Callable
 
 from duequeue.engine.tick import TickOptions, tick
-from duequeue.policy import RetryPolicy
+from duequeue.rules.retry_policy import RetryPolicy
 from duequeue.store.records import NewTarget
 from duequeue.store.store import Store
 from tests.servers import HttpSink, Reply

@@ -7,9 +7,9 @@ from typing import Any
 import apsw
 import pytest
 
+from duequeue.shared.timefmt import to_ms
 from duequeue.store.sqlite import connect as open_sqlite
 from duequeue.store.sqlite import schema_sql
-from duequeue.timefmt import to_ms
 from tests.clirunner import SECRET, Cli
 from tests.pg import admin_connect
 from tests.servers import HttpSink, Reply

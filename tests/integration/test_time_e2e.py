@@ -6,8 +6,8 @@ from pathlib import Path
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.schedule import release
+from duequeue.shared.timefmt import iso, to_ms
 from duequeue.store.sqlite import connect as open_sqlite
-from duequeue.timefmt import iso, to_ms
 from tests.clirunner import Cli
 from tests.servers import HttpSink
 

@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 from platformdirs import user_config_path, user_data_path
 
 from duequeue.errors import BadInputError, ConfigError
-from duequeue.policy import RetryPolicy
-from duequeue.timefmt import parse_duration
+from duequeue.rules.retry_policy import RetryPolicy
+from duequeue.shared.timefmt import parse_duration
 
 APP_NAME = "duequeue"
 CLOCKS = ("database", "host")
@@ -370,7 +370,7 @@ def masked(settings: Settings) -> dict[str, Any]:
         elif name in ("smtp_password", "web_token") and value:
             value = "****"
         elif name in ("smtp_url", "db") and value:
-            from duequeue import redact  # lazy: only shown settings need it
+            from duequeue.shared import redact  # lazy: only shown settings need it
 
             value = redact.url(value)  # a postgresql:// URL may carry a password too
         elif name in settings.extra and value and _SECRET_NAME.search(name):

@@ -1,5 +1,5 @@
 """The public types of results.py, made: from the store's and the engine's records, and from
-what the service returns. The one place stored unix milliseconds become aware UTC datetimes and
+what the operations return. The one place stored unix milliseconds become aware UTC datetimes and
 an address is masked for display."""
 
 from __future__ import annotations
@@ -8,24 +8,24 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from duequeue.config import Origins, Settings, masked
+from duequeue.api.tick_summary import TickSummary
+from duequeue.config.settings import Origins, Settings, masked
 from duequeue.engine import tick as engine
-from duequeue.lazy import LazyModule
+from duequeue.shared.lazy import LazyModule
+from duequeue.shared.timefmt import from_ms
 from duequeue.store import records as store
-from duequeue.tick_summary import TickSummary
-from duequeue.timefmt import from_ms
 
 if TYPE_CHECKING:
-    from duequeue import results
+    from duequeue.api import results
     from duequeue.channels import registry
     from duequeue.engine import recompute
-    from duequeue.ops import Ledger
+    from duequeue.operations.inspect import Ledger
     from duequeue.schedule import zones
     from duequeue.store.copy import Copied
 else:
     # Loaded on first use: results' twenty dataclasses cost a fifth of cron's empty tick, which
     # needs a TickSummary alone (tick_summary.py), and shows no target.
-    results = LazyModule("duequeue.results")
+    results = LazyModule("duequeue.api.results")
     registry = LazyModule("duequeue.channels.registry")
     # Zones only to show a fire on its zone's clocks (inspect, history): never on cron's tick.
     zones = LazyModule("duequeue.schedule.zones")
