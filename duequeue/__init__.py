@@ -48,9 +48,9 @@ if TYPE_CHECKING:
         Stats,
         Target,
         TargetRetry,
-        TickSummary,
         View,
     )
+    from duequeue.engine.summary import TickSummary
     from duequeue.shared.version import __version__
 
 __all__ = [
@@ -95,11 +95,12 @@ __all__ = [
     "__version__",
     "check_setup",
 ]
-# The module each name is loaded from on first use: the API and the version by name, the rest
-# are the public types.
+# The module each name is loaded from on first use: the API, the tick's summary (the engine's
+# own) and the version by name; the rest are the public types.
 _FROM = {
     "Queue": "duequeue.api.queue",
     "check_setup": "duequeue.api.queue",
+    "TickSummary": "duequeue.engine.summary",
     "__version__": "duequeue.shared.version",
 }
 

@@ -24,10 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, get_args
 
-from duequeue.api import from_records
-from duequeue.api.tick_summary import TickSummary
 from duequeue.config.settings import Settings, load_settings, load_settings_traced
-from duequeue.errors import BadInputError, DatabaseLostError, DuequeueError
+from duequeue.errors import BadInputError, DuequeueError
 from duequeue.operations import tick
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms, parse_duration, to_ms
@@ -36,6 +34,7 @@ from duequeue.store.records import BrowseState
 from duequeue.store.store import Store
 
 if TYPE_CHECKING:
+    from duequeue.api import from_records
     from duequeue.api import prometheus as _prometheus
     from duequeue.api.results import (
         Added,
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
         Stats,
         View,
     )
+    from duequeue.engine.summary import TickSummary
     from duequeue.operations import (
         add,
         cancel_retry_prune,
@@ -71,6 +71,8 @@ if TYPE_CHECKING:
 else:
     # Loaded on first use: what the other operations need, which cron's plain tick (by far the
     # most frequent run) never does: dateutil, json, pickle, smtplib, signal, zoneinfo among them.
+    # The public types are made on first use too: a tick returns the engine's own summary.
+    from_records = LazyModule("duequeue.api.from_records")
     add = LazyModule("duequeue.operations.add")
     cancel_retry_prune = LazyModule("duequeue.operations.cancel_retry_prune")
     doctor = LazyModule("duequeue.operations.doctor")
@@ -264,12 +266,7 @@ class Queue:
             _positive(limit, "limit")
         store = self._open()
         now, clock = _queue_clock(store, self.settings)
-        try:
-            summary = tick.run(store, self.settings, now, clock, limit)
-        except DatabaseLostError as exc:
-            exc.summary = from_records.tick_summary(exc.summary, now)
-            raise
-        return from_records.tick_summary(summary, now)
+        return tick.run(store, self.settings, now, clock, limit)
 
     def worker(
         self,
@@ -302,7 +299,7 @@ class Queue:
             finally:
                 store.close()
             if on_tick is not None:
-                on_tick(from_records.tick_summary(summary, now))
+                on_tick(summary)
             return summary.stopped_by
 
         worker.Worker(interval.total_seconds(), one_tick, on_error or _ignore).run()

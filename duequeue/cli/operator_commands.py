@@ -14,8 +14,8 @@ import typer
 
 from duequeue.api.queue import Queue, check_setup
 from duequeue.cli import context, output_ops
+from duequeue.cli.instants import iso
 from duequeue.cli.report import message
-from duequeue.cli.summary import iso, tick_line
 from duequeue.cli.table import table_width
 from duequeue.errors import BadInputError, DuequeueError
 
@@ -236,7 +236,7 @@ def worker(
         sys.stdout.flush()
 
     def on_tick(summary: TickSummary) -> None:
-        log(f"{iso(summary.at)} tick: {tick_line(summary)}")
+        log(f"{iso(summary.at)} tick: {summary.line()}")
 
     def on_error(exc: DuequeueError) -> None:
         log(f"tick failed: {message(exc)}")

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from datetime import datetime
 
 from duequeue.config.settings import Settings
-from duequeue.engine.tick import HelperOptions, TickOptions, TickSummary, tick
+from duequeue.engine.summary import TickSummary
+from duequeue.engine.tick import HelperOptions, TickOptions, tick
 from duequeue.errors import StoreBusyError
 from duequeue.shared.timefmt import to_ms
 from duequeue.store.store import Store

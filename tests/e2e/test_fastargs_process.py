@@ -61,6 +61,7 @@ def test_a_tick_with_nothing_due_loads_none_of_the_delivery_machinery(db_path: P
         "asyncio", "aiohttp", "smtplib", "apprise", "psycopg", "typer", "dateutil", "cronsim",
         "uvloop", "zoneinfo", "duequeue.channels.registry", "duequeue.engine.commit",
         "duequeue.engine.helper", "duequeue.schedule.rules", "duequeue.api.results",
+        "duequeue.api.from_records",
     )  # fmt: skip
     code = (
         "import sys\n"

@@ -21,7 +21,7 @@ import pytest
 
 from duequeue.channels.netguard import blocked_reason
 from duequeue.config.settings import load_settings
-from duequeue.engine.tick import TickSummary
+from duequeue.engine.summary import TickSummary
 from duequeue.operations.tick import run as run_tick
 from duequeue.shared.timefmt import from_ms, to_ms
 from duequeue.store.records import NewReminder, NewTarget

@@ -26,7 +26,8 @@ import pytest
 from duequeue.engine import helper as helper_module
 from duequeue.engine.commit import Batch, ClaimArgs, ThreadRunner
 from duequeue.engine.helper import HelperRunner
-from duequeue.engine.tick import HelperOptions, TickOptions, TickSummary, catch_up, tick
+from duequeue.engine.summary import TickSummary
+from duequeue.engine.tick import HelperOptions, TickOptions, catch_up, tick
 from duequeue.errors import StoreError
 from duequeue.store.records import (
     Claim,
@@ -177,7 +178,7 @@ def test_a_large_tick_commits_through_the_helper_each_target_once_records_first(
 
     summary = tick(store, NOW, options(db_path), lambda: NOW)
 
-    assert (summary.claimed, summary.sent, summary.errors) == (ROWS, ROWS, [])
+    assert (summary.claimed, summary.sent, summary.errors) == (ROWS, ROWS, ())
     assert set(webhook_ids(http).values()) == {1} and len(webhook_ids(http)) == ROWS
     assert sent_per_row(db_path) == collections.Counter(ids)
     assert {v.state for v in store.list_view("all", NOW)} == {"done"}
@@ -210,7 +211,7 @@ def test_a_helper_that_cannot_start_leaves_the_tick_to_commit_itself(
 
     summary = tick(store, NOW, options(db_path), lambda: NOW)
 
-    assert (summary.sent, summary.errors) == (5, [])
+    assert (summary.sent, summary.errors) == (5, ())
     assert changes(store) - before == 3 * 5
 
 
@@ -224,7 +225,7 @@ def test_on_one_core_the_tick_commits_itself(
 
     summary = tick(store, NOW, options(db_path), lambda: NOW)
 
-    assert (summary.sent, summary.errors) == (5, [])
+    assert (summary.sent, summary.errors) == (5, ())
     assert changes(store) - before == 3 * 5
 
 
@@ -251,7 +252,7 @@ def test_a_failing_helper_hands_back_and_nothing_sent_is_forgotten(
     # once and none of the delivered ones again.
     execute(db_path, "DROP TRIGGER fail_after")
     summary = tick(store, NOW + 1, options(db_path), lambda: NOW + 1)
-    assert summary.errors == []
+    assert summary.errors == ()
     assert set(webhook_ids(http).values()) == {1} and len(webhook_ids(http)) == ROWS
     assert sent_per_row(db_path) == collections.Counter(ids)
     assert {v.state for v in store.list_view("all", NOW)} == {"done"}
@@ -283,7 +284,7 @@ def test_a_helper_killed_mid_tick_is_taken_over_by_the_tick(
     summary = tick(store, NOW, options(db_path), lambda: NOW)
     killer.join()
 
-    assert (summary.sent, summary.errors) == (ROWS, [])
+    assert (summary.sent, summary.errors) == (ROWS, ())
     assert started[0]._proc.returncode == -signal.SIGKILL
     assert set(webhook_ids(http).values()) == {1} and len(webhook_ids(http)) == ROWS
     assert sent_per_row(db_path) == collections.Counter(ids)
@@ -331,7 +332,7 @@ def test_a_draining_tick_hands_its_commits_and_claims_to_a_helper_once_it_has_cl
         ROWS,
         ROWS // 50,
         ROWS,
-        [],
+        (),
     )
     assert store.recorded < ROWS  # the helper committed the rest ...
     assert sent_per_row(db_path) == collections.Counter(ids)  # ... each once

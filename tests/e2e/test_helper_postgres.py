@@ -57,7 +57,7 @@ def test_a_large_tick_on_postgresql_commits_through_the_helper(pg_url: str, http
 
         summary = tick(store, NOW, options, lambda: NOW)
 
-        assert (summary.claimed, summary.sent, summary.errors) == (ROWS, ROWS, [])
+        assert (summary.claimed, summary.sent, summary.errors) == (ROWS, ROWS, ())
         ticker = store.backend.conn.info.backend_pid
         with admin_connect(pg_url) as conn:
             writers = {pid for (pid,) in conn.execute("SELECT pid FROM writers")}

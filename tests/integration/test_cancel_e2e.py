@@ -3,7 +3,8 @@
 import threading
 from pathlib import Path
 
-from duequeue.engine.tick import TickOptions, TickSummary, tick
+from duequeue.engine.summary import TickSummary
+from duequeue.engine.tick import TickOptions, tick
 from duequeue.store.records import NewTarget
 from duequeue.store.sqlite import connect as open_sqlite
 from tests.servers import HttpSink, Reply

@@ -198,11 +198,11 @@ def test_a_row_that_breaks_between_its_targets_sends_none_of_the_rest(
     assert (summary.sent, summary.released, summary.errors) == (
         3,
         1,
-        [f"reminder {broken}: RuntimeError: bug"],
+        (f"reminder {broken}: RuntimeError: bug",),
     )
     paths = Counter(r.path for r in http.requests)
     assert paths == {"/r": 4}  # the broken row's first target went out, its second did not
     monkeypatch.setattr(base, "delivery_id", real)
     again = tick(store, NOW + 1, options, lambda: NOW + 1)
-    assert (again.sent, again.errors) == (1, [])
+    assert (again.sent, again.errors) == (1, ())
     assert Counter(r.path for r in http.requests) == {"/r": 4, "/second": 1}  # no re-send
