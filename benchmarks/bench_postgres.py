@@ -5,7 +5,7 @@
 
 Each run fills a fresh database with `--rows` due one-shot reminders, each with one webhook to a
 local HTTP sink (tests/servers.HttpSink, signed as in production), then starts N worker processes
-that tick in a loop (`service.run_tick`, as `duequeue tick` does) until nothing is left to claim.
+that tick in a loop (`operations.tick.run`, as `duequeue tick` does) until nothing is left to claim.
 The clock runs from releasing the already-started workers (interpreter start-up excluded) until
 the last one exits. The PostgreSQL runs use a throw-away database on the server at `--pg-url`
 (default DUEQUEUE_TEST_PG_URL, else the local server), dropped at the end. Ratios are against
@@ -53,10 +53,10 @@ def _worker(db: str, limit: int) -> None:
     """Tick `db` until nothing is due; print what was delivered as JSON."""
     from datetime import UTC, datetime
 
-    from duequeue import service
-    from duequeue.config import load_settings
+    from duequeue.config.settings import load_settings
+    from duequeue.operations import tick as tick_operation
+    from duequeue.shared.timefmt import to_ms
     from duequeue.store import open_store
-    from duequeue.timefmt import to_ms
 
     settings = load_settings({"db": db})
     store = open_store(db)
@@ -65,7 +65,7 @@ def _worker(db: str, limit: int) -> None:
     sent = ticks = 0
     try:
         while True:
-            summary = service.run_tick(
+            summary = tick_operation.run(
                 store, settings, datetime.now(UTC), lambda: to_ms(datetime.now(UTC)), limit
             )
             if summary.claimed == 0:
@@ -81,9 +81,9 @@ def _fill(db: str, rows: int, url: str) -> None:
     from datetime import UTC, datetime
 
     from duequeue.schedule import release
+    from duequeue.shared.timefmt import to_ms
     from duequeue.store import open_store
-    from duequeue.store.base import NewReminder, NewTarget
-    from duequeue.timefmt import to_ms
+    from duequeue.store.records import NewReminder, NewTarget
 
     now = to_ms(datetime.now(UTC))
     mine = release.in_use() or ""

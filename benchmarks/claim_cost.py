@@ -1,7 +1,7 @@
 """Benchmark 3: claiming and writing back 1,000 due rows costs the same in a table of 10^6
 pending rows as in one of 10^3 (an index walk, not a scan).
 
-In process, through SQLiteStore itself. Rounds alternate between the two tables, so that load
+In process, through the SQLite store itself. Rounds alternate between the two tables, so that load
 from elsewhere on the machine hits both alike; each figure is the median of its rounds, the
 due rows made due again between rounds.
 """
@@ -22,9 +22,9 @@ class _Table:
     def __init__(self, db: Path, due: int) -> None:
         import apsw
 
-        from duequeue.store.sqlite import SQLiteStore
+        from duequeue.store.sqlite import connect as open_sqlite
 
-        self.store = SQLiteStore(db)
+        self.store = open_sqlite(db)
         self.raw = apsw.Connection(str(db))
         self.due = due
         self.times: list[float] = []

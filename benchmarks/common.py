@@ -160,9 +160,9 @@ def seed(
     import apsw
 
     from duequeue.schedule import release
-    from duequeue.store.sqlite import SQLiteStore
+    from duequeue.store.sqlite import connect as open_sqlite
 
-    SQLiteStore(db).close()  # the schema, exactly as duequeue creates it
+    open_sqlite(db).close()  # the schema, exactly as duequeue creates it
     conn = apsw.Connection(str(db))
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = OFF")

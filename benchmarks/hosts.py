@@ -116,9 +116,9 @@ def _seed(site: Any, rows: int, url: str) -> None:
     from datetime import UTC, datetime
 
     from duequeue.schedule import release
+    from duequeue.shared.timefmt import to_ms
     from duequeue.store import open_store
-    from duequeue.store.base import NewReminder, NewTarget
-    from duequeue.timefmt import to_ms
+    from duequeue.store.records import NewReminder, NewTarget
 
     now = to_ms(datetime.now(UTC))
     due = now - 60_000

@@ -30,9 +30,9 @@ def seed(db: Path, rows: int, tz: str = "Test/Zone") -> None:
     """Create `db` with `rows` pending rows in zone `tz` computed by release 2099a."""
     import apsw
 
-    from duequeue.store.sqlite import SQLiteStore
+    from duequeue.store.sqlite import connect as open_sqlite
 
-    SQLiteStore(db).close()
+    open_sqlite(db).close()
     conn = apsw.Connection(str(db))
     conn.execute("PRAGMA synchronous = OFF")
     kinds = (("cron", "0 9 * * *"), ("rrule", "FREQ=DAILY"), (None, None))
@@ -62,11 +62,11 @@ def pass_over(db: Path, folder: Path, release: str = "2099b") -> tuple[float, fl
     checked, moved)."""
     from duequeue.engine import recompute
     from duequeue.schedule import zones
-    from duequeue.store.sqlite import SQLiteStore
+    from duequeue.store.sqlite import connect as open_sqlite
 
     os.environ["PYTHONTZPATH"] = str(folder)
     zones.reset()
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     try:
         started, cpu = time.perf_counter(), time.process_time()
         done = recompute.catch_up(store, NOW, release)
@@ -79,14 +79,14 @@ def pass_over(db: Path, folder: Path, release: str = "2099b") -> tuple[float, fl
 def record_digest(db: Path, folder: Path) -> None:
     """Record Test/Same's digest under 2099a, read from `folder`, as `add` does."""
     from duequeue.schedule import zones
-    from duequeue.store.sqlite import SQLiteStore
+    from duequeue.store.sqlite import connect as open_sqlite
 
     os.environ["PYTHONTZPATH"] = str(folder)
     zones.reset()
     digest = zones.digest("Test/Same")
     if digest is None:
         raise RuntimeError("Test/Same has no compiled rules")
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     try:
         store.record_digests("2099a", {"Test/Same": digest})
     finally:
@@ -96,9 +96,9 @@ def record_digest(db: Path, folder: Path) -> None:
 def probe(db: Path, rounds: int = 201) -> tuple[float, float]:
     """Return the median seconds of the tick's release check and of its claim's first read."""
     from duequeue.store import claim_sql
-    from duequeue.store.sqlite import SQLiteStore
+    from duequeue.store.sqlite import connect as open_sqlite
 
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     check: list[float] = []
     due: list[float] = []
     try:
@@ -150,7 +150,7 @@ def run(rows: int, small: int = 10_000, target: float = 1.5) -> list[Result]:
             ratio=ratio,
             target=f"<= {target:g}x per row",
             ok=ratio <= target,
-            note="batches of 2,000 leased and written back through SQLiteStore",
+            note="batches of 2,000 leased and written back through the SQLite store",
         ),
         Result(
             name=f"7. recompute, {rows:,} rows in a zone the update left alone",

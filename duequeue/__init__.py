@@ -1,8 +1,8 @@
 """duequeue: a cron-driven due-time reminder scheduler backed by SQLite or PostgreSQL.
 
-`duequeue.Queue` is the Python API (api.py); the types its methods return (results.py) and the
-errors they raise (errors.py) are exported here too. Everything but the errors loads on first
-use: cron's plain `tick` imports this package every minute and pays only for what it uses.
+`duequeue.Queue` is the Python API (api/queue.py); the types its methods return (api/results.py)
+and the errors they raise (errors.py) are exported here too. Everything but the errors loads on
+first use: cron's plain `tick` imports this package every minute and pays only for what it uses.
 """
 
 from importlib import import_module
@@ -20,8 +20,8 @@ from duequeue.errors import (
 )
 
 if TYPE_CHECKING:
-    from duequeue.api import Queue, check_setup
-    from duequeue.results import (
+    from duequeue.api.queue import Queue, check_setup
+    from duequeue.api.results import (
         Added,
         Attempt,
         Change,
@@ -48,10 +48,10 @@ if TYPE_CHECKING:
         Stats,
         Target,
         TargetRetry,
-        TickSummary,
         View,
     )
-    from duequeue.version import __version__
+    from duequeue.engine.summary import TickSummary
+    from duequeue.shared.version import __version__
 
 __all__ = [
     "Added",
@@ -95,15 +95,20 @@ __all__ = [
     "__version__",
     "check_setup",
 ]
-# The module each name is loaded from on first use: the API and the version by name, the rest
-# are the public types.
-_FROM = {"Queue": "duequeue.api", "check_setup": "duequeue.api", "__version__": "duequeue.version"}
+# The module each name is loaded from on first use: the API, the tick's summary (the engine's
+# own) and the version by name; the rest are the public types.
+_FROM = {
+    "Queue": "duequeue.api.queue",
+    "check_setup": "duequeue.api.queue",
+    "TickSummary": "duequeue.engine.summary",
+    "__version__": "duequeue.shared.version",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'duequeue' has no attribute {name!r}")
-    value = getattr(import_module(_FROM.get(name, "duequeue.results")), name)
+    value = getattr(import_module(_FROM.get(name, "duequeue.api.results")), name)
     globals()[name] = value  # found here from now on, without this call
     return value
 

@@ -112,9 +112,9 @@ class NotFoundError(DuequeueError):
 class DatabaseLostError(StoreError):
     """A tick lost its database mid-tick: what it sent is not all in the ledger.
 
-    `summary` is the tick's summary (the engine's, then the public one once the API has it):
-    its `unrecorded` counts the sends the ledger could not take, which may go again after the
-    lease ends; `str()` is the store's error.
+    `summary` is the tick's `TickSummary` (duequeue.TickSummary): its `unrecorded` counts the
+    sends the ledger could not take, which may go again after the lease ends; `str()` is the
+    store's error.
     """
 
     def __init__(self, detail: str, summary: Any) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from duequeue.errors import ChangeRefusedError, KeyConflictError, NotFoundError
-from duequeue.store.base import (
+from duequeue.store.records import (
     Change,
     Claim,
     Committed,
@@ -25,11 +25,11 @@ from duequeue.store.base import (
     Resolution,
     RowClaim,
     RowState,
-    Store,
     TargetClaim,
     Waiting,
 )
 from duequeue.store.rows import ADD_CHUNK
+from duequeue.store.store import Store
 
 NOW = 1_800_000_000_000
 MIN = 60_000

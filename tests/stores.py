@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from duequeue.store.base import Store
+from duequeue.store.store import Store
 
 STORES = ("sqlite", "postgres")
 
@@ -44,12 +44,12 @@ def db(request: pytest.FixtureRequest, db_path: Path) -> Db:
 def open_store(db: Db) -> Callable[[], Store]:
     """Return a function that opens another connection (another Store) to `db`."""
     if is_sqlite(db):
-        from duequeue.store.sqlite import SQLiteStore
+        from duequeue.store.sqlite import connect as open_sqlite
 
-        return lambda: SQLiteStore(Path(db))
-    from duequeue.store.postgres import PostgresStore
+        return lambda: open_sqlite(Path(db))
+    from duequeue.store.postgres import connect as open_postgres
 
-    return lambda: PostgresStore(str(db))
+    return lambda: open_postgres(str(db))
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import functools
 import logging
 from typing import Any
 
-from duequeue import redact
+from duequeue.shared import redact
 
 # Apprise's calls block: a notify channel runs at most this many at once, each on a thread of
 # its own (notify_sender.py).

@@ -35,7 +35,7 @@ SENT = Outcome("sent")
 TRANSIENT_4XX = frozenset({408, 425, 429})
 
 
-@dataclass(slots=True)  # not frozen: built for every send, see store/base.py
+@dataclass(slots=True)  # not frozen: built for every send, see store/records.py
 class Message:
     """One fire of one reminder, addressed to one target.
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from duequeue.channels import smtpconnect
 from duequeue.channels.base import SENT, Message, Outcome, causes
 from duequeue.channels.smtpurl import parse_smtp_url
-from duequeue.timefmt import iso, to_ms
+from duequeue.shared.timefmt import iso, to_ms
 
 _FALLBACK_DOMAIN = "duequeue.invalid"
 _DOMAIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")

@@ -21,7 +21,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from duequeue import redact
 from duequeue.channels.apprise_urls import (
     INSTALL_HINT,
     WORKERS,
@@ -30,6 +29,7 @@ from duequeue.channels.apprise_urls import (
     instantiate,
 )
 from duequeue.channels.base import SENT, TRANSIENT_4XX, Message, Outcome
+from duequeue.shared import redact
 
 # Apprise's HTTP plugins end a failure's message with ", error=503." (their status code).
 _STATUS = re.compile(r"error=(\d{3})\b")

@@ -17,8 +17,8 @@ from duequeue.channels.base import SENT, TRANSIENT_4XX, Message, Outcome
 from duequeue.channels.netguard import Guard
 from duequeue.channels.signing import Signer, parse_secrets
 from duequeue.errors import ConfigError
-from duequeue.timefmt import iso, to_ms
-from duequeue.version import __version__
+from duequeue.shared.timefmt import iso, to_ms
+from duequeue.shared.version import __version__
 
 if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from duequeue.cli import commands, context, output
-from duequeue.cli.summary import iso
+from duequeue.cli.instants import iso
 
 if TYPE_CHECKING:
-    from duequeue.results import Changed
+    from duequeue.api.results import Changed
 
 
 def init(ctx: typer.Context) -> None:

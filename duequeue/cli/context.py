@@ -5,12 +5,13 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from duequeue.api import Queue
-from duequeue.cli.summary import lost_line, tick_json, tick_line
+from duequeue.api.queue import Queue
 from duequeue.errors import DatabaseLostError
 
 if TYPE_CHECKING:
     import typer
+
+    from duequeue.api.results import TickSummary
 
 
 def degrade_unencodable_output() -> None:
@@ -46,9 +47,9 @@ def run_tick(db: str | None, config: str | None, limit: int | None, as_json: boo
     if as_json:
         import json  # lazy: cron's plain `tick` prints text
 
-        print(json.dumps(tick_json(summary)))
+        print(json.dumps(summary.as_json()))
     else:
-        print(f"tick: {tick_line(summary)}")
+        print(f"tick: {summary.line()}")
     lost = lost_line(summary)
     if lost is not None:
         sys.stdout.flush()
@@ -68,3 +69,19 @@ def die_by(name: str) -> None:
     sig = signal.Signals[name]
     signal.signal(sig, signal.SIG_DFL)
     os.kill(os.getpid(), sig)
+
+
+def lost_line(s: "TickSummary") -> str | None:
+    """Return the one line a tick that lost its database says on stderr; None if it did not."""
+    if s.lost is None:
+        return None
+    if not s.unrecorded:
+        return (
+            "tick: lost the database mid-tick; every send was recorded, and its unfinished "
+            "rows come back after lease expiry"
+        )
+    sends = "send" if s.unrecorded == 1 else "sends"
+    return (
+        f"tick: lost the database mid-tick; {s.unrecorded} {sends} could not be recorded and "
+        "may be sent again by another host after lease expiry"
+    )

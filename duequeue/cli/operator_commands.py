@@ -12,15 +12,15 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from duequeue.api import Queue, check_setup
+from duequeue.api.queue import Queue, check_setup
 from duequeue.cli import context, output_ops
+from duequeue.cli.instants import iso
 from duequeue.cli.report import message
-from duequeue.cli.summary import iso, tick_line
 from duequeue.cli.table import table_width
 from duequeue.errors import BadInputError, DuequeueError
 
 if TYPE_CHECKING:
-    from duequeue.results import Change, ImportResult, TickSummary
+    from duequeue.api.results import Change, ImportResult, TickSummary
 
 IDS = Annotated[
     list[int] | None, typer.Argument(metavar="ID", help="Reminder ids.", show_default=False)
@@ -236,7 +236,7 @@ def worker(
         sys.stdout.flush()
 
     def on_tick(summary: TickSummary) -> None:
-        log(f"{iso(summary.at)} tick: {tick_line(summary)}")
+        log(f"{iso(summary.at)} tick: {summary.line()}")
 
     def on_error(exc: DuequeueError) -> None:
         log(f"tick failed: {message(exc)}")

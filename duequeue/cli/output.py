@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from duequeue.cli import table
-from duequeue.cli.summary import iso, seconds
+from duequeue.cli.instants import iso, seconds
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from duequeue.results import Fire, Fires, Reminder, Target
+    from duequeue.api.results import Fire, Fires, Reminder, Target
 
 
 def target_text(t: Target | None) -> str:

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from duequeue.cli import table
+from duequeue.cli.instants import iso, seconds
 from duequeue.cli.output import reminder_json, target_json, target_text
 from duequeue.cli.report import setting_source
-from duequeue.cli.summary import iso, seconds
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
-    from duequeue.results import (
+    from duequeue.api.results import (
         Change,
         ConfigReport,
         DoctorReport,

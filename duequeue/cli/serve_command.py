@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from duequeue.api import Queue
+from duequeue.api.queue import Queue
 
 
 def serve(
@@ -25,14 +25,14 @@ def serve(
         bool,
         typer.Option("--read-only", help="Serve the dashboard and the read API, no actions."),
     ] = False,
-    forwarded_allow_ips: Annotated[
+    web_forwarded_allow_ips: Annotated[
         str | None,
         typer.Option(
             "--forwarded-allow-ips",
             metavar="ADDRS",
             help="Reverse proxies (IPs or networks, comma-separated; * for any) whose"
             " X-Forwarded-For/-Proto/-Host or Forwarded headers are believed; default"
-            " DUEQUEUE_FORWARDED_ALLOW_IPS, else none.",
+            " DUEQUEUE_WEB_FORWARDED_ALLOW_IPS, else none.",
         ),
     ] = None,
 ) -> None:
@@ -50,7 +50,11 @@ def serve(
 
     def make() -> Queue:
         # Creates a missing database, as `add` and `worker` do: serve takes adds too.
-        given = {} if forwarded_allow_ips is None else {"forwarded_allow_ips": forwarded_allow_ips}
+        given = (
+            {}
+            if web_forwarded_allow_ips is None
+            else {"web_forwarded_allow_ips": web_forwarded_allow_ips}
+        )
         return Queue(root.get("db"), config=root.get("config"), create=True, **given)
 
     server.serve(make, host, port, read_only=read_only)

@@ -37,7 +37,14 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from duequeue.errors import StoreBusyError, StoreError
-from duequeue.store.base import Claim, Committed, DeliveryRecord, Fire, Resolution, Store
+from duequeue.store.records import (
+    Claim,
+    Committed,
+    DeliveryRecord,
+    Fire,
+    Resolution,
+)
+from duequeue.store.store import Store
 
 MAX_ITEMS = 256
 WINDOW_S = 0.005

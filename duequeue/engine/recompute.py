@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from duequeue.errors import DuequeueError
-from duequeue.lazy import LazyModule
-from duequeue.store.base import Refire, StaleFire, Store
+from duequeue.shared.lazy import LazyModule
+from duequeue.store.records import Refire, StaleFire
+from duequeue.store.store import Store
 
 if TYPE_CHECKING:
     from duequeue.schedule import intent, zones

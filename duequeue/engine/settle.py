@@ -1,8 +1,8 @@
 """Settle a fire: from how each of its targets stands after a tick, what its claim becomes.
 
 Pure: a claimed Fire, each target's end, the retry policy and the tick's `now` in; a Resolution
-out (tick.py runs the attempts; the store commits what this decides). policy.py decides what the
-fire amounts to; this module writes it down:
+out (tick.py runs the attempts; the store commits what this decides). rules/retry_policy.py
+decides what the fire amounts to; this module writes it down:
 
 - **retried** (no target has the fire yet, some still may): a row holds the fire until its
   earliest target retry; a target claim's retry row waits for its next try.
@@ -21,10 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from duequeue import policy
 from duequeue.errors import DuequeueError
-from duequeue.lazy import LazyModule
-from duequeue.store.base import (
+from duequeue.rules import retry_policy
+from duequeue.shared.lazy import LazyModule
+from duequeue.shared.timefmt import from_ms, to_ms
+from duequeue.store.records import (
     FRESH,
     DeadFire,
     Fire,
@@ -35,7 +36,6 @@ from duequeue.store.base import (
     TargetLedger,
     Waiting,
 )
-from duequeue.timefmt import from_ms, to_ms
 
 if TYPE_CHECKING:
     from duequeue.channels.base import Outcome
@@ -53,12 +53,12 @@ DISABLED = "target disabled (its endpoint answered 410 Gone); `duequeue enable` 
 ALL_DISABLED = "skipped: every target is disabled (410 Gone); `duequeue enable ID` turns them on"
 
 
-@dataclass(slots=True)  # not frozen: built for every failed send, see store/base.py
+@dataclass(slots=True)  # not frozen: built for every failed send, see store/records.py
 class Standing:
     """How one target of a fire stands: its end, its failed attempts of the fire so far, its
     last error, when it may be tried again (waiting), and whether it answered 410 Gone."""
 
-    end: policy.End
+    end: retry_policy.End
     failures: int = 0
     error: str | None = None
     retry_at: int | None = None
@@ -70,7 +70,7 @@ UNTRIED = Standing("untried")
 
 
 def before(
-    target: Target, ledger: TargetLedger, now: int, rules: policy.RetryPolicy
+    target: Target, ledger: TargetLedger, now: int, rules: retry_policy.RetryPolicy
 ) -> Standing | None:
     """Return how a target stands before this tick tries it, from the ledger; None when it is
     to be tried now."""
@@ -89,12 +89,14 @@ def before(
     return None
 
 
-def after(outcome: Outcome, ledger: TargetLedger, at: int, rules: policy.RetryPolicy) -> Standing:
+def after(
+    outcome: Outcome, ledger: TargetLedger, at: int, rules: retry_policy.RetryPolicy
+) -> Standing:
     """Return how a target stands after an attempt that ended at `at` with `outcome`."""
     if outcome.status == "sent":
         return SENT
     failures = ledger.failures + 1
-    again = policy.retry_at(rules, outcome, failures, at)
+    again = retry_policy.retry_at(rules, outcome, failures, at)
     return Standing(
         "dead" if again is None else "waiting", failures, outcome.error, again, outcome.gone
     )
@@ -112,7 +114,7 @@ def settle(
     ends = [s.end for s in standings]
     if "untried" in ends:
         return None
-    verdict = policy.verdict(ends)
+    verdict = retry_policy.verdict(ends)
     gone = tuple(t.id for t, s in zip(fire.targets, standings, strict=True) if s.gone)
     failed = [(t, s) for t, s in zip(fire.targets, standings, strict=True) if s.end != "sent"]
     if verdict == "retried":
@@ -125,7 +127,7 @@ def settle(
     if dead:
         letter = DeadFire(
             max(s.failures for _, s in dead),
-            policy.summary("", [(label(t), s.error) for t, s in dead]),
+            retry_policy.summary("", [(label(t), s.error) for t, s in dead]),
             died_at,
         )
     if not isinstance(fire.claim, RowClaim):
@@ -143,7 +145,7 @@ def settle(
     if verdict == "sent":
         error = None
     else:
-        error = policy.summary(
+        error = retry_policy.summary(
             "partial: " if verdict == "partial" else "",
             [(label(t), s.error) for t, s in failed],
         )
@@ -186,7 +188,7 @@ def _retried(
         pending_fire_at=fire.fire_at,
         next_fire_at=min(at for _, _, at in waiting),
         error_count=max(s.failures for _, s, _ in waiting),
-        last_error=policy.summary("", [(label(t), s.error) for t, s in failed]),
+        last_error=retry_policy.summary("", [(label(t), s.error) for t, s in failed]),
         state="pending",
     )
     return Resolution(fire.claim, fire.reminder_id, fire.fire_at, "retried", row, (), None, gone)
@@ -198,7 +200,7 @@ def _waits(failed: Sequence[tuple[Target, Standing]]) -> list[tuple[Target, Stan
 
 
 def _error(label: Label, target: Target, standing: Standing) -> str:
-    return policy.summary("", [(label(target), standing.error)])
+    return retry_policy.summary("", [(label(target), standing.error)])
 
 
 def one_shot_sent(fire: Fire) -> Resolution:

@@ -24,16 +24,25 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from duequeue.engine import settle
+from duequeue.engine.summary import TickSummary
 from duequeue.errors import DatabaseLostError, StoreError
-from duequeue.lazy import LazyModule
-from duequeue.policy import RetryPolicy
+from duequeue.rules.retry_policy import RetryPolicy
 from duequeue.schedule import release
-from duequeue.store.base import FRESH, DeliveryRecord, Fire, RowClaim, Store, Target
-from duequeue.timefmt import from_ms
+from duequeue.shared.lazy import LazyModule
+from duequeue.shared.timefmt import from_ms
+from duequeue.store.records import (
+    FRESH,
+    DeliveryRecord,
+    Fire,
+    RowClaim,
+    Target,
+)
+from duequeue.store.store import Store
 
 if TYPE_CHECKING:
     import asyncio
@@ -43,7 +52,7 @@ if TYPE_CHECKING:
     from duequeue.channels import base as channel_base
     from duequeue.channels import registry
     from duequeue.engine import commit, endpoints, helper, recompute, stopsignal
-    from duequeue.store.base import Claim
+    from duequeue.store.records import Claim
 else:
     # Loaded on first use: a tick with nothing due (the common case, every minute) must stay
     # free of asyncio, threads, the channels and the commit helper.
@@ -103,56 +112,60 @@ class TickOptions:
     busy_timeout_s: float = 5.0
 
 
-@dataclass(slots=True)
-class TickSummary:
-    """What one tick did; claims are counted by how their fire ended."""
+class _Counts:
+    """What a tick has done so far; becomes its TickSummary (summary.py) when it ends."""
 
-    claimed: int = 0  # rows, and per-target retries (counted again in target_retries)
-    batches: int = 0  # claims that took rows: at most --limit rows and --limit retries each
-    target_retries: int = 0  # failed targets of an earlier partial success, tried on their own
-    sent: int = 0  # fires that reached every target
-    partial: int = 0  # rows whose fire reached some targets; advanced, failures noted
-    retried: int = 0  # fires that reached no target yet and wait for a target's retry
-    dead: int = 0  # fires dead-lettered
-    skipped: int = 0  # fires passed over: missed-tick backlog or later than the misfire grace
-    released: int = 0  # claims left unfinished at the time budget, for the next tick
-    deliveries_sent: int = 0
-    deliveries_failed: int = 0
-    max_lateness_ms: int | None = None
-    # Sends whose outcome the ledger could not take (the database was lost mid-tick): their rows
-    # stay leased until the lease ends, and those targets may get the fire again (same id).
-    unrecorded: int = 0
-    refused: int = 0  # write-backs refused: the lease had ended and another tick had the row
-    errors: list[str] = field(default_factory=list)  # rows the tick could not handle
-    stopped_by: str | None = None  # SIGTERM / SIGINT that cut the tick short, see stopsignal
-    lost: str | None = None  # the database error that stopped the tick's commits, if one did
+    __slots__ = (
+        "batches",
+        "claimed",
+        "dead",
+        "deliveries_failed",
+        "deliveries_sent",
+        "errors",
+        "lost",
+        "max_lateness_ms",
+        "partial",
+        "refused",
+        "released",
+        "retried",
+        "sent",
+        "skipped",
+        "stopped_by",
+        "target_retries",
+        "unrecorded",
+    )
 
-    def as_json(self) -> dict[str, Any]:
-        """Return the stable JSON form of the summary."""
-        data = asdict(self)
-        lateness = data.pop("max_lateness_ms")
-        errors, stopped_by, lost = data.pop("errors"), data.pop("stopped_by"), data.pop("lost")
-        data["max_lateness_s"] = None if lateness is None else round(lateness / 1000, 3)
-        data["errors"], data["stopped_by"], data["lost"] = errors, stopped_by, lost
-        return data
+    def __init__(self) -> None:
+        self.claimed = self.batches = self.target_retries = 0
+        self.sent = self.partial = self.retried = self.dead = self.skipped = self.released = 0
+        self.deliveries_sent = self.deliveries_failed = self.unrecorded = self.refused = 0
+        self.max_lateness_ms: int | None = None
+        self.errors: list[str] = []
+        self.stopped_by: str | None = None  # SIGTERM / SIGINT that cut the tick short
+        self.lost: str | None = None  # the database error that stopped the tick's commits
 
-    def line(self) -> str:
-        """Return the one-line text form of the summary."""
-        lateness = "-" if self.max_lateness_ms is None else f"{self.max_lateness_ms / 1000:.1f}s"
-        return (
-            f"claimed {self.claimed}"
-            + (f" ({self.target_retries} target retries)" if self.target_retries else "")
-            + (f" in {self.batches} batches" if self.batches > 1 else "")
-            + f": sent {self.sent}, partial {self.partial}, "
-            f"retried {self.retried}, dead {self.dead}, skipped {self.skipped}, "
-            f"released {self.released}; deliveries {self.deliveries_sent} sent, "
-            f"{self.deliveries_failed} failed"
-            + (f" ({self.unrecorded} unrecorded)" if self.unrecorded else "")
-            + f"; max lateness {lateness}"
-            + (f"; refused {self.refused}" if self.refused else "")
-            + "".join(f"; error: {e}" for e in self.errors)
-            + (f"; lost the database: {self.lost}" if self.lost else "")
-            + (f"; stopped by {self.stopped_by}" if self.stopped_by else "")
+    def summary(self, now: int) -> TickSummary:
+        """Return the summary of the tick that started at `now` (ms)."""
+        late = self.max_lateness_ms
+        return TickSummary(
+            at=from_ms(now),
+            claimed=self.claimed,
+            batches=self.batches,
+            target_retries=self.target_retries,
+            sent=self.sent,
+            partial=self.partial,
+            retried=self.retried,
+            dead=self.dead,
+            skipped=self.skipped,
+            released=self.released,
+            deliveries_sent=self.deliveries_sent,
+            deliveries_failed=self.deliveries_failed,
+            max_lateness=None if late is None else timedelta(milliseconds=late),
+            errors=tuple(self.errors),
+            stopped_by=self.stopped_by,
+            unrecorded=self.unrecorded,
+            refused=self.refused,
+            lost=self.lost,
         )
 
 
@@ -167,12 +180,13 @@ def tick(
         catch_up(store, now, options.policy.max_errors)
         first = store.claim(now, options.limit, options.policy.max_errors, options.lease_ms, owner)
         if not first:
-            return TickSummary()
+            return TickSummary(at=from_ms(now))
         if clock() - now > options.lease_ms / 2:
             # The claim answered so late (a link that healed after a cut) that half its lease
             # is gone: another tick may take these rows soon after. Send none of them.
-            late = TickSummary(claimed=len(first), batches=1, lost="the claim answered too late")
-            raise DatabaseLostError(f"{late.lost}: its lease was ending", late)
+            lost = "the claim answered too late"
+            late = TickSummary(at=from_ms(now), claimed=len(first), batches=1, lost=lost)
+            raise DatabaseLostError(f"{lost}: its lease was ending", late)
         return _Tick(store, now, options, clock, owner).run(first)
 
 
@@ -258,7 +272,7 @@ class _Tick:
             clock,
             owner,
         )
-        self.summary = TickSummary()
+        self.counts = _Counts()
         self.open: dict[Claim, _Fire] = {}  # claimed, not yet resolved or released
         self.broken: list[Claim] = []  # handed back only at the end: see _broke
         self.pending = 0  # targets queued, not yet taken by a send
@@ -291,7 +305,7 @@ class _Tick:
         try:
             _event_loop_run(self._deliver(first))
         except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError) and self.summary.stopped_by:
+            if isinstance(exc, asyncio.CancelledError) and self.counts.stopped_by:
                 return self._counted()  # a second stop signal: see _stop and _wind_down
             raise
         summary = self._counted()
@@ -360,7 +374,7 @@ class _Tick:
             # A claim unanswered until the deadline, with no commit waiting behind it to stall:
             # the link is gone. Cut it short, so the tick ends before its leases do.
             self.committer.runner.interrupt()
-            self.summary.lost = "a claim got no answer before the tick's deadline"
+            self.counts.lost = "a claim got no answer before the tick's deadline"
         if not claim.done():
             self.late.append(claim)
             return []
@@ -369,13 +383,13 @@ class _Tick:
         except StoreError as exc:
             # What is claimed still goes out and is settled; the rest waits for the next tick.
             # Said in the summary, so the tick exits 1 and the operator hears.
-            self.summary.errors.append(f"claiming the next batch: {exc}")
+            self.counts.errors.append(f"claiming the next batch: {exc}")
             return []
 
     async def _take(self, batch: Sequence[Fire]) -> None:
         """Queue a claimed batch's targets on their channels, opening channels and starting
         workers as they are first needed."""
-        s = self.summary
+        s = self.counts
         s.batches += 1
         s.claimed += len(batch)
         needs = {t.channel for f in batch for t in f.targets} - self.queues.keys()
@@ -408,7 +422,7 @@ class _Tick:
 
     def _start(self, fire: Fire) -> None:
         """Skip a row's fire past its grace, or queue the targets that still need the fire."""
-        s = self.summary
+        s = self.counts
         if isinstance(fire.claim, RowClaim):
             lateness = self.now - fire.fire_at
             # A re-armed dead fire goes out however late: an operator asked for it (`retry`).
@@ -509,9 +523,9 @@ class _Tick:
                 )
             )
             if outcome.status == "sent":
-                self.summary.deliveries_sent += 1
+                self.counts.deliveries_sent += 1
             else:
-                self.summary.deliveries_failed += 1
+                self.counts.deliveries_failed += 1
             f.last_at = max(f.last_at, at)
             self._settled(f, i, standing)
         except StoreError:
@@ -556,10 +570,10 @@ class _Tick:
         # Graceful stop: nothing new starts (the budget check sees a deadline passed), what is
         # in flight finishes and is settled, and unstarted fires are released. A second signal
         # stops waiting: in-flight sends are abandoned unrecorded; see _wind_down.
-        if self.summary.stopped_by is not None and self.task is not None:
+        if self.counts.stopped_by is not None and self.task is not None:
             self.task.cancel()
         self.deadline = float("-inf")
-        self.summary.stopped_by = sig.name
+        self.counts.stopped_by = sig.name
         self.hungry.set()  # a claim waiting for room sees the stop and claims nothing more
         self.stopping.set()  # a claim under way is no longer waited for
 
@@ -569,9 +583,7 @@ class _Tick:
         # tick would take it again.
         if not f.broken:
             f.broken = True
-            self.summary.errors.append(
-                f"reminder {f.fire.reminder_id}: {type(exc).__name__}: {exc}"
-            )
+            self.counts.errors.append(f"reminder {f.fire.reminder_id}: {type(exc).__name__}: {exc}")
 
     async def _wind_down(self) -> None:
         """Commit what is known, and hand back what this tick will not finish.
@@ -598,8 +610,8 @@ class _Tick:
             left = max(0.0, self.committer.until - time.monotonic())
             with contextlib.suppress(Exception):
                 fires = await asyncio.wait_for(late, timeout=left)
-                self.summary.claimed += len(fires)
-                self.summary.batches += bool(fires)
+                self.counts.claimed += len(fires)
+                self.counts.batches += bool(fires)
                 for fire in fires:
                     self.committer.release(fire.claim)
         try:
@@ -610,12 +622,12 @@ class _Tick:
                 self.committer.finish(self.store)
             except StoreError as exc:
                 # Said once, with what it leaves behind: the front end exits 1 with one line.
-                self.summary.lost = " ".join(str(exc).split())
-                self.summary.unrecorded = self.committer.unrecorded
+                self.counts.lost = " ".join(str(exc).split())
+                self.counts.unrecorded = self.committer.unrecorded
 
     def _counted(self) -> TickSummary:
-        """Fold what the commits applied into the summary."""
-        s, tally = self.summary, self.committer.tally
+        """Fold what the commits applied into the counts; return the tick's summary."""
+        s, tally = self.counts, self.committer.tally
         s.sent += tally.applied["sent"]
         s.partial += tally.applied["partial"]
         s.retried += tally.applied["retried"]
@@ -623,7 +635,7 @@ class _Tick:
         s.skipped += tally.applied["skipped"] + tally.skipped
         s.released += tally.released
         s.refused += tally.refused
-        return s
+        return s.summary(self.now)
 
     # -- parts --------------------------------------------------------------------------------
 
@@ -632,7 +644,7 @@ class _Tick:
         DUEQUEUE_COMMIT_HELPER_ROWS rows: it is draining a backlog, where the helper's start-up
         (about 0.1 s of CPU) pays for itself. Never on a machine with one core."""
         spec = self.options.commit_helper
-        if self.helper_started or spec is None or self.summary.claimed < spec.min_rows:
+        if self.helper_started or spec is None or self.counts.claimed < spec.min_rows:
             return
         self.helper_started = True
 

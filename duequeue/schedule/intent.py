@@ -21,7 +21,7 @@ from itertools import islice
 
 from duequeue.schedule import rules
 from duequeue.schedule.wallclock import resolve_wall, to_wall
-from duequeue.timefmt import from_ms, to_ms
+from duequeue.shared.timefmt import from_ms, to_ms
 
 # Zone offsets differ by at most 26 hours, so a wall time's instant under any rules lies
 # within this of its instant under others.

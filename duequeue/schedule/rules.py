@@ -34,7 +34,7 @@ from duequeue.schedule.recurrence import (
     rrule_series,
 )
 from duequeue.schedule.wallclock import resolve_wall, to_wall
-from duequeue.timefmt import positive_duration
+from duequeue.shared.timefmt import positive_duration
 
 RuleKind = Literal["rrule", "cron"]
 

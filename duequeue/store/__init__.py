@@ -1,14 +1,15 @@
 """Stores: where reminders, targets and the delivery ledger live.
 
-One SQL store (sqlstore.py) over a backend per database, chosen by the scheme of the `--db` URL
+One store (store.py) over a backend per database, chosen by the scheme of the `--db` URL
 from the registry below; a plain path is an SQLite file.
 """
 
 import importlib
+import os
 from urllib.parse import urlsplit
 
 from duequeue.errors import StoreError
-from duequeue.store.base import Store
+from duequeue.store.store import Store
 
 # URL scheme -> the module whose connect(db, busy_timeout_s, create) opens a store on it. Imported
 # only on demand: the SQLite path never loads psycopg (an optional dependency).
@@ -43,18 +44,21 @@ def is_postgres_url(db: str) -> bool:
 
 def safe_url(url: str) -> str:
     """Return a --db value fit to print: a URL with its password masked."""
-    from duequeue import redact  # lazy: only a URL to print needs it, not cron's tick
+    from duequeue.shared import redact  # lazy: only a URL to print needs it, not cron's tick
 
     return redact.url(url)
 
 
-def open_store(db: str, busy_timeout_s: float = 5.0, create: bool = True) -> Store:
+def open_store(
+    db: str | os.PathLike[str], busy_timeout_s: float = 5.0, create: bool = True
+) -> Store:
     """Open the store a --db value names, through the backend its URL scheme selects.
 
     `busy_timeout_s` is how long a write waits for another process's lock before failing (SQLite;
     PostgreSQL locks rows, not the database). Without `create`, a missing SQLite file is an error
     instead of a new empty database.
     """
+    db = os.fspath(db)
     name = BACKENDS.get(scheme(db))
     if name is None:
         known = ", ".join(sorted(f"{s}://" for s in BACKENDS))

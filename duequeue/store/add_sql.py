@@ -13,7 +13,7 @@ from typing import Any
 
 from duequeue.errors import KeyConflictError
 from duequeue.store import reads
-from duequeue.store.base import NewReminder
+from duequeue.store.records import NewReminder
 from duequeue.store.rows import REMINDER_FIELDS, add_chunks, reminder_values
 from duequeue.store.sql import Dialect, Row, Run
 

@@ -1,27 +1,37 @@
-"""The seam between the one SQL store (sqlstore.py) and a database driver: a Backend.
+"""The seam between the store (store.py) and a database driver: a Backend.
 
 A backend is one adapter, one module: it connects (and creates or upgrades the schema, from its
 dialect's schema file and numbered migrations, see schema.py), runs a unit of work as one
 transaction, maps its driver's errors to StoreError / StoreBusyError, adds the health checks only
-its database has, and names its Dialect (sql.py: what its SQL spells differently, as data).
-Every query lives above it, written once. Backends are chosen by the URL scheme of `--db`
-(store/__init__.py's registry): sqlite.py, postgres.py.
+its database has, says whose clock judges what is due, and names its Dialect (sql.py: what its
+SQL spells differently, as data, its locking style among them). Every query lives above it,
+written once. Backends are chosen by the URL scheme of `--db` (store/__init__.py's registry):
+sqlite.py, postgres.py.
 """
 
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from duequeue.store.base import HealthCheck
+from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import Dialect, Run
 
 T = TypeVar("T")
 
 
 class Backend(Protocol):
-    """One open database, adapted for the SQL store."""
+    """One open database, adapted for the store: everything the store asks of a database.
 
+    A database with one host and no server (SQLite) answers the clock and host questions with
+    None and (), and `interrupt` does nothing.
+    """
+
+    # What its SQL spells differently, as data; among it the locking style: `skip_locked`
+    # (concurrent claims pass each other's rows by, or "" where one writer at a time already
+    # excludes them), `for_update` (an operator's change locks the rows it read), and
+    # `read_before_claim` (a single-writer database reads before it takes the write lock).
     dialect: Dialect
     where: str  # the database as an error message may name it (a password masked)
+    created: bool  # opening it created the database (or its tables)
 
     def transact(
         self, work: Callable[[Run], T], *, what: str, write: bool, repeatable: bool = True
@@ -38,6 +48,22 @@ class Backend(Protocol):
 
     def health(self, run: Run) -> list[HealthCheck]:
         """Return doctor's checks of the database itself (schema version first)."""
+
+    def server_ms(self) -> int | None:
+        """Return the database server's clock in unix ms (one round trip), or None where the
+        host's own clock is the queue's."""
+
+    def note_tick(self, host: str, host_ms: int) -> int | None:
+        """Note that `host`, whose clock reads `host_ms`, ticks now (for `stats`); return the
+        server's clock in unix ms, or None where the host's own clock is the queue's."""
+
+    def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
+        """Return the hosts noted ticking in the last day, the latest first; () when one host
+        is all there can be."""
+
+    def interrupt(self) -> None:
+        """Cut the call running on another thread short and fail every later one at once
+        (safe from any thread); nothing where every call is bounded by a timeout of its own."""
 
     def close(self) -> None:
         """Release the connection."""

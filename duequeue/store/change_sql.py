@@ -19,7 +19,7 @@ a new one starts with none.
 from collections.abc import Sequence
 
 from duequeue.errors import ChangeRefusedError, NotFoundError
-from duequeue.store.base import Edit, NewTarget
+from duequeue.store.records import Edit, NewTarget
 from duequeue.store.sql import Dialect, Run
 
 _STATE = """SELECT fire_at, next_fire_at, error_count, lease_until, done_at, dead_at, cancelled_at

@@ -4,14 +4,14 @@ read what the ledger holds for each of their fires.
 The claim leases rows by walking the due indexes in their ORDER BY, so its cost does not grow
 with the rows not due. The ledger decides what each target of a fire still needs: a target
 recorded `sent` is never sent again, one whose retries are spent or that was refused is dead,
-and one whose last failure asked for a wait is not tried before it (store/base.py TargetLedger).
+and one whose last failure asked for a wait is not tried before it (store/records.py TargetLedger).
 """
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from duequeue.store import reads
-from duequeue.store.base import (
+from duequeue.store.records import (
     NO_LEDGER,
     Claim,
     Fire,

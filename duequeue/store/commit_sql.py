@@ -22,7 +22,7 @@ recorded as sent is never sent the fire again.
 from collections.abc import Sequence
 from typing import Any
 
-from duequeue.store.base import (
+from duequeue.store.records import (
     Claim,
     Committed,
     DeliveryRecord,

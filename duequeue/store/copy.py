@@ -13,8 +13,8 @@ from typing import Any
 import apsw
 
 from duequeue.errors import StoreError
-from duequeue.store.postgres import Cursor, PostgresStore
-from duequeue.store.sqlite import SQLiteStore
+from duequeue.store.postgres import Cursor, PostgresBackend
+from duequeue.store.sqlite import SQLiteBackend
 
 # Parents before children, so the foreign keys hold row by row.
 TABLES = (
@@ -50,15 +50,15 @@ def sqlite_to_postgres(source: str, target: str) -> Copied:
     """Copy every row of the SQLite database at `source` into the empty PostgreSQL `target`."""
     if not Path(source).is_file():
         raise StoreError(f"no SQLite database at {source} to migrate from")
-    SQLiteStore(source, create=False).close()  # refuses a missing, foreign or newer file;
+    SQLiteBackend(source, create=False).close()  # refuses a missing, foreign or newer file;
     # brings an older one up to date
-    store = PostgresStore(target)
+    backend = PostgresBackend(target)
     try:
         conn = apsw.Connection(source, flags=apsw.SQLITE_OPEN_READONLY)
         try:
             conn.execute("BEGIN")  # one snapshot of the whole file
-            counts = store.backend.transact_cursor(
-                lambda cur: _copy(conn, cur, store.backend.where),
+            counts = backend.transact_cursor(
+                lambda cur: _copy(conn, cur, backend.where),
                 what="migrate",
                 repeatable=False,  # a lost connection rolls it all back; run migrate again
             )
@@ -67,7 +67,7 @@ def sqlite_to_postgres(source: str, target: str) -> Copied:
     except apsw.Error as exc:
         raise StoreError(f"reading {source}: {exc}") from exc
     finally:
-        store.close()
+        backend.close()
     return Copied(**counts)
 
 

@@ -8,7 +8,7 @@ the same at 10^6 reminders as at 10^3; tests/integration/test_dashboard_plans.py
 
 from duequeue.store import ops_sql, reads
 from duequeue.store import rows as shared
-from duequeue.store.base import BrowseState, Dashboard, ReminderView
+from duequeue.store.records import BrowseState, Dashboard, ReminderView
 from duequeue.store.sql import Dialect, Run
 
 MINUTE_MS = 60_000

@@ -8,7 +8,12 @@ from collections.abc import Sequence
 
 from duequeue.errors import NotFoundError
 from duequeue.store import retries, tz_sql
-from duequeue.store.base import Change, HealthCheck, PruneCounts, Stats
+from duequeue.store.records import (
+    Change,
+    HealthCheck,
+    PruneCounts,
+    Stats,
+)
 from duequeue.store.rows import cancel_refusal, retry_refusal
 from duequeue.store.sql import Dialect, Row, Run
 

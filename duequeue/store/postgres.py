@@ -29,11 +29,11 @@ import psycopg.sql
 from psycopg.conninfo import conninfo_to_dict
 
 from duequeue.errors import StoreBusyError, StoreError
-from duequeue.redact import url as safe_url
+from duequeue.shared.redact import url as safe_url
 from duequeue.store import ops_sql, schema
-from duequeue.store.base import HealthCheck, HostTick
+from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import POSTGRES, Row, Run
-from duequeue.store.sqlstore import SQLStore
+from duequeue.store.store import Store
 
 SCHEMA_VERSION = schema.VERSION  # one version number across both dialects
 APPLICATION = "duequeue"
@@ -61,19 +61,10 @@ def schema_postgres_sql() -> str:
     return schema.current("postgresql")
 
 
-class PostgresStore(SQLStore):
-    """The SQL store on one PostgreSQL database (the tables live in the connection's current
-    schema)."""
-
-    def __init__(self, url: str, busy_timeout_s: float = 5.0) -> None:
-        self.backend: PostgresBackend = PostgresBackend(url, busy_timeout_s)
-        super().__init__(self.backend)
-        self.created = self.backend.created
-
-
 class PostgresBackend:
-    """One PostgreSQL database, open for the SQL store: a connection in autocommit mode with
-    explicit transactions, that survives a dropped link."""
+    """One PostgreSQL database, open for the store (the tables live in the connection's current
+    schema): a connection in autocommit mode with explicit transactions, that survives a
+    dropped link. Shared by many hosts, so the server's clock judges what is due."""
 
     dialect = POSTGRES
 
@@ -450,6 +441,6 @@ def _passwords(url: str) -> list[str]:
     return found
 
 
-def connect(db: str, busy_timeout_s: float, create: bool) -> PostgresStore:
+def connect(db: str, busy_timeout_s: float = 5.0, create: bool = True) -> Store:
     """Open the store on the PostgreSQL database the URL `db` names (it always exists)."""
-    return PostgresStore(db, busy_timeout_s)
+    return Store(PostgresBackend(db, busy_timeout_s))

@@ -7,7 +7,13 @@ the Run and Dialect seam.
 from collections.abc import Sequence
 
 from duequeue.store import rows as shared
-from duequeue.store.base import DeadLetter, DeliveryRecord, ReminderView, Target, View
+from duequeue.store.records import (
+    DeadLetter,
+    DeliveryRecord,
+    ReminderView,
+    Target,
+    View,
+)
 from duequeue.store.sql import Dialect, Run
 
 

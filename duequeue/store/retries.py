@@ -12,7 +12,7 @@ and says how a list of ids is matched, which is all the two dialects disagree on
 
 from collections.abc import Sequence
 
-from duequeue.store.base import PendingRetry
+from duequeue.store.records import PendingRetry
 from duequeue.store.sql import Dialect, Run
 
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from duequeue.errors import NotFoundError
-from duequeue.store.base import (
+from duequeue.store.records import (
     Change,
     NewReminder,
     ReminderView,

@@ -16,10 +16,10 @@ import apsw
 
 from duequeue.errors import StoreError
 from duequeue.store import access, ops_sql, schema
-from duequeue.store.base import HealthCheck
+from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import SQLITE, Row, Run
 from duequeue.store.sqlite_errors import one_line, store_error
-from duequeue.store.sqlstore import SQLStore
+from duequeue.store.store import Store
 
 SCHEMA_VERSION = schema.VERSION
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
@@ -33,24 +33,18 @@ def schema_sql() -> str:
     return schema.current("sqlite")
 
 
-class SQLiteStore(SQLStore):
-    """The SQL store on one SQLite file (`path`)."""
-
-    def __init__(
-        self, path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS, create: bool = True
-    ) -> None:
-        self.backend: SQLiteBackend = SQLiteBackend(Path(path), busy_timeout_ms, create)
-        super().__init__(self.backend)
-        self.path = self.backend.path
-        self.created = self.backend.created
-
-
 class SQLiteBackend:
-    """One SQLite file, open for the SQL store."""
+    """One SQLite file, open for the store: one host, whose clock is the queue's."""
 
     dialect = SQLITE
 
-    def __init__(self, path: Path, busy_timeout_ms: int, create: bool) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        create: bool = True,
+    ) -> None:
+        path = Path(path)
         self.path = path
         self.where = str(path)
         self.busy_timeout_ms = busy_timeout_ms
@@ -85,6 +79,21 @@ class SQLiteBackend:
 
     def health(self, run: Run) -> list[HealthCheck]:
         return health(self.conn, str(self.path), SCHEMA_VERSION)
+
+    # One host, one file: the host's clock judges what is due, there are no other hosts to
+    # note, and every call is bounded by the busy timeout, so there is nothing to interrupt.
+
+    def server_ms(self) -> None:
+        return None
+
+    def note_tick(self, host: str, host_ms: int) -> None:
+        return None
+
+    def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
+        return ()
+
+    def interrupt(self) -> None:
+        return None
 
     def close(self) -> None:
         try:
@@ -356,7 +365,9 @@ def _create(path: Path) -> bool:
                 leftover.unlink()
 
 
-def connect(db: str, busy_timeout_s: float, create: bool) -> SQLiteStore:
+def connect(db: str | os.PathLike[str], busy_timeout_s: float = 5.0, create: bool = True) -> Store:
     """Open the store on the SQLite file `db` (a path, or sqlite:///path)."""
+    db = os.fspath(db)
     path = urlsplit(db).path if db.startswith("sqlite://") else db
-    return SQLiteStore(path, busy_timeout_ms=max(1, round(busy_timeout_s * 1000)), create=create)
+    busy_timeout_ms = max(1, round(busy_timeout_s * 1000))
+    return Store(SQLiteBackend(path, busy_timeout_ms, create))

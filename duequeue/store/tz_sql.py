@@ -10,7 +10,7 @@ start: a release compares as text, which orders IANA releases of one length of l
 from collections.abc import Sequence
 from typing import Any
 
-from duequeue.store.base import FireMove, Refire, StaleFire
+from duequeue.store.records import FireMove, Refire, StaleFire
 from duequeue.store.sql import Dialect, Row, Run
 
 # The tick's check: one probe of the index (the first entry below the release) and one of the

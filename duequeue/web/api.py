@@ -6,9 +6,9 @@ from typing import Any
 
 from aiohttp import web
 
-from duequeue.api import Queue
+from duequeue.api.queue import Queue
+from duequeue.api.results import Change
 from duequeue.errors import BadInputError, NotFoundError
-from duequeue.results import Change
 from duequeue.web import inputs, jsonout, openapi
 from duequeue.web.keys import GUARD, QUEUES, parse_id
 

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from duequeue import metrics
+from duequeue.api import prometheus
 from duequeue.errors import DuequeueError
 from duequeue.web import api, inputs, pages, problems, proxy, tries
 from duequeue.web.auth import (
@@ -239,6 +239,4 @@ async def _style(request: web.Request) -> web.Response:
 
 async def _metrics(request: web.Request) -> web.Response:
     found = await request.app[QUEUES].call(lambda q: q.stats())
-    return web.Response(
-        text=metrics.prometheus_text(found), content_type="text/plain", charset="utf-8"
-    )
+    return web.Response(text=prometheus.text(found), content_type="text/plain", charset="utf-8")

@@ -5,7 +5,7 @@ spans in seconds. A target is given as `display`: a notify URL with its tokens m
 from datetime import datetime, timedelta
 from typing import Any
 
-from duequeue.results import (
+from duequeue.api.results import (
     Attempt,
     Change,
     DeadLetter,

@@ -6,9 +6,9 @@ from typing import Any
 
 from aiohttp import web
 
-from duequeue.api import Queue
+from duequeue.api.queue import Queue
+from duequeue.api.results import Change, History, Overview, Page, Reminder, Target
 from duequeue.errors import BadInputError, NotFoundError
-from duequeue.results import Change, History, Overview, Page, Reminder, Target
 from duequeue.web import charts, inputs, tries
 from duequeue.web.auth import DEVICE_AGE, DEVICE_COOKIE, LOGIN_COOKIE, SESSION_COOKIE, set_cookie
 from duequeue.web.html import facts, h, page, post_button, span, state, table, url, when

@@ -49,7 +49,7 @@ class Trusted:
 
 
 def parse_allowed(text: str) -> Trusted:
-    """Return the trusted proxies a `forwarded_allow_ips` value names, or raise ConfigError."""
+    """Return the trusted proxies a `web_forwarded_allow_ips` value names, or raise ConfigError."""
     items = [item.strip() for item in text.split(",") if item.strip()]
     if items == ["*"]:
         return Trusted(everyone=True)
@@ -65,7 +65,7 @@ def parse_allowed(text: str) -> Trusted:
                     f"{item[:64]!r} is not an IP address or network: give them comma-separated,"
                     " such as 127.0.0.1,10.0.0.0/8,::1 (or * for every peer)"
                 )
-            raise ConfigError(why, field="forwarded_allow_ips") from None
+            raise ConfigError(why, field="web_forwarded_allow_ips") from None
     return Trusted(tuple(networks))
 
 

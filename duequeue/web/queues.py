@@ -11,7 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from duequeue.api import Queue
+from duequeue.api.queue import Queue
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from duequeue.api import Queue
+from duequeue.api.queue import Queue
 from duequeue.errors import BadInputError, ConfigError
 from duequeue.web.app import make_app
 from duequeue.web.auth import Guard, is_loopback
@@ -32,7 +32,7 @@ def check(
     port: int,
     token: str | None,
     read_token: str | None = None,
-    forwarded_allow_ips: str = "",
+    web_forwarded_allow_ips: str = "",
 ) -> Trusted:
     """Refuse a host, port, token or trusted proxy serve must not run with (BadInputError or
     ConfigError naming it); return the trusted proxies."""
@@ -50,7 +50,7 @@ def check(
         )
     if read_token is not None and read_token == token:
         raise ConfigError("must differ from the admin token", field="web_read_token")
-    trusted = parse_allowed(forwarded_allow_ips)
+    trusted = parse_allowed(web_forwarded_allow_ips)
     if token is None and not is_loopback(host):
         raise BadInputError(
             f"{host} is not a loopback address: without a token serve answers this machine only;"
@@ -75,7 +75,11 @@ def serve(
     settings = probe.settings
     try:
         trusted = check(
-            host, port, settings.web_token, settings.web_read_token, settings.forwarded_allow_ips
+            host,
+            port,
+            settings.web_token,
+            settings.web_read_token,
+            settings.web_forwarded_allow_ips,
         )
         probe.stats()  # a database that cannot be opened fails here, before anything listens
     finally:

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from duequeue.store.base import NewReminder, NewTarget
-from duequeue.store.postgres import PostgresStore
+from duequeue.store.postgres import connect as open_postgres
+from duequeue.store.records import NewReminder, NewTarget
+from duequeue.store.store import Store
 from tests.procs import LIMIT_S, cli_args, cli_env
 from tests.servers import HttpSink
 
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def server_ms(store: PostgresStore) -> int:
+def server_ms(store: Store) -> int:
     found = store.server_ms()
     assert found is not None
     return found
@@ -48,13 +49,13 @@ def run_skewed(
 
 
 @pytest.fixture
-def store(pg_url: str) -> Iterator[PostgresStore]:
-    s = PostgresStore(pg_url)
+def store(pg_url: str) -> Iterator[Store]:
+    s = open_postgres(pg_url)
     yield s
     s.close()
 
 
-def add(store: PostgresStore, url: str, at: int) -> int:
+def add(store: Store, url: str, at: int) -> int:
     target = (NewTarget("webhook", url),)
     return store.add(NewReminder("s", "b", None, "UTC", at, at, target), at)[0]
 
@@ -78,7 +79,7 @@ def test_the_skewed_hosts_own_clock_is_what_faketime_says(pg_url: str) -> None:
 
 
 def test_a_host_two_minutes_ahead_fires_nothing_early(
-    pg_url: str, store: PostgresStore, http: HttpSink
+    pg_url: str, store: Store, http: HttpSink
 ) -> None:
     now = server_ms(store)
     add(store, http.url("/soon"), now + 59_000)  # due in 59 s by the server's clock
@@ -88,7 +89,7 @@ def test_a_host_two_minutes_ahead_fires_nothing_early(
 
 
 def test_a_host_two_minutes_behind_fires_what_is_due_at_once(
-    pg_url: str, store: PostgresStore, http: HttpSink
+    pg_url: str, store: Store, http: HttpSink
 ) -> None:
     now = server_ms(store)
     add(store, http.url("/due"), now - 1_000)
@@ -100,9 +101,7 @@ def test_a_host_two_minutes_behind_fires_what_is_due_at_once(
     assert abs(attempt.at - server_ms(store)) < 60_000
 
 
-def test_a_host_ahead_takes_no_live_lease(
-    pg_url: str, store: PostgresStore, http: HttpSink
-) -> None:
+def test_a_host_ahead_takes_no_live_lease(pg_url: str, store: Store, http: HttpSink) -> None:
     now = server_ms(store)
     rid = add(store, http.url("/held"), now - 1_000)
     # Another tick holds the row for 60 s more by the server's clock.

@@ -54,13 +54,14 @@ def test_the_fast_tick_maps_errors_to_the_exit_code(tmp_path: Path) -> None:
 def test_a_tick_with_nothing_due_loads_none_of_the_delivery_machinery(db_path: Path) -> None:
     # What cron pays every minute: the claim that finds nothing, and not one module more of
     # what delivering, recurrence or the other commands need.
-    from duequeue.store.sqlite import SQLiteStore
+    from duequeue.store.sqlite import connect as open_sqlite
 
-    SQLiteStore(db_path).close()  # an existing, empty queue
+    open_sqlite(db_path).close()  # an existing, empty queue
     heavy = (
         "asyncio", "aiohttp", "smtplib", "apprise", "psycopg", "typer", "dateutil", "cronsim",
         "uvloop", "zoneinfo", "duequeue.channels.registry", "duequeue.engine.commit",
-        "duequeue.engine.helper", "duequeue.schedule.rules", "duequeue.results",
+        "duequeue.engine.helper", "duequeue.schedule.rules", "duequeue.api.results",
+        "duequeue.api.from_records",
     )  # fmt: skip
     code = (
         "import sys\n"

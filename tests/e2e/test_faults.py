@@ -20,12 +20,12 @@ import apsw
 import pytest
 
 from duequeue.channels.netguard import blocked_reason
-from duequeue.config import load_settings
-from duequeue.engine.tick import TickSummary
-from duequeue.service import run_tick
-from duequeue.store.base import NewReminder, NewTarget
-from duequeue.store.sqlite import SQLiteStore
-from duequeue.timefmt import from_ms, to_ms
+from duequeue.config.settings import load_settings
+from duequeue.engine.summary import TickSummary
+from duequeue.operations.tick import run as run_tick
+from duequeue.shared.timefmt import from_ms, to_ms
+from duequeue.store.records import NewReminder, NewTarget
+from duequeue.store.sqlite import connect as open_sqlite
 from tests import rawserver
 from tests.procs import LIMIT_S, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply, SmtpSink
@@ -41,7 +41,7 @@ def no_leftover_processes() -> Iterator[None]:
 
 def add_due(db: Path, targets: list[tuple[str, str]], n: int = 1) -> list[int]:
     """Add `n` one-shots due a minute ago on the real clock, each with all `targets`."""
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     try:
         due = to_ms(datetime.now(UTC)) - 60_000
         ts = tuple(NewTarget(c, a) for c, a in targets)  # type: ignore[arg-type]
@@ -76,7 +76,7 @@ def tick_later(db: Path, seconds: float, env: dict[str, str] | None = None) -> T
     """Run a tick through the engine the CLI uses, `seconds` after the real now."""
     settings = load_settings({"db": str(db)}, env=env or {})
     later = from_ms(to_ms(datetime.now(UTC)) + round(seconds * 1000))
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     try:
         return run_tick(store, settings, later, lambda: to_ms(later), None)
     finally:

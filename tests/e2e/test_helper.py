@@ -26,10 +26,19 @@ import pytest
 from duequeue.engine import helper as helper_module
 from duequeue.engine.commit import Batch, ClaimArgs, ThreadRunner
 from duequeue.engine.helper import HelperRunner
-from duequeue.engine.tick import HelperOptions, TickOptions, TickSummary, catch_up, tick
+from duequeue.engine.summary import TickSummary
+from duequeue.engine.tick import HelperOptions, TickOptions, catch_up, tick
 from duequeue.errors import StoreError
-from duequeue.store.base import Claim, Committed, DeliveryRecord, NewTarget, Resolution
-from duequeue.store.sqlite import SQLiteStore
+from duequeue.store.records import (
+    Claim,
+    Committed,
+    DeliveryRecord,
+    NewTarget,
+    Resolution,
+)
+from duequeue.store.sqlite import SQLiteBackend
+from duequeue.store.sqlite import connect as open_sqlite
+from duequeue.store.store import Store
 from tests.procs import LIMIT_S, cli_args, cli_env, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply
 from tests.store_contract import NOW, reminder
@@ -75,7 +84,7 @@ def execute(db: Path, sql: str) -> None:
         conn.close()
 
 
-def fill(store: SQLiteStore, url: str, n: int = ROWS) -> list[int]:
+def fill(store: Store, url: str, n: int = ROWS) -> list[int]:
     ids = [store.add(reminder(targets=(NewTarget("webhook", url),)), NOW)[0] for _ in range(n)]
     # The rows name no tz release: the first tick records it (docs/time.md), which these
     # tests do not count among a tick's writes.
@@ -107,7 +116,7 @@ def webhook_ids(http: HttpSink) -> collections.Counter[str]:
     return collections.Counter(r.headers["webhook-id"] for r in http.requests)
 
 
-def changes(store: SQLiteStore) -> int:
+def changes(store: Store) -> int:
     """Return the rows the store's own connection has written so far."""
     return int(store.backend.conn.total_changes())
 
@@ -162,14 +171,14 @@ def locked(db: Path) -> apsw.Connection:
 def test_a_large_tick_commits_through_the_helper_each_target_once_records_first(
     db_path: Path, http: HttpSink
 ) -> None:
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     ids = fill(store, http.url("/r"))
     execute(db_path, RECORDS_FIRST)
     before = changes(store)
 
     summary = tick(store, NOW, options(db_path), lambda: NOW)
 
-    assert (summary.claimed, summary.sent, summary.errors) == (ROWS, ROWS, [])
+    assert (summary.claimed, summary.sent, summary.errors) == (ROWS, ROWS, ())
     assert set(webhook_ids(http).values()) == {1} and len(webhook_ids(http)) == ROWS
     assert sent_per_row(db_path) == collections.Counter(ids)
     assert {v.state for v in store.list_view("all", NOW)} == {"done"}
@@ -182,7 +191,7 @@ def test_a_large_tick_commits_through_the_helper_each_target_once_records_first(
 
 
 def test_a_tick_below_the_threshold_commits_itself(db_path: Path, http: HttpSink) -> None:
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     fill(store, http.url("/r"), 5)
     before = changes(store)
 
@@ -195,35 +204,35 @@ def test_a_tick_below_the_threshold_commits_itself(db_path: Path, http: HttpSink
 def test_a_helper_that_cannot_start_leaves_the_tick_to_commit_itself(
     db_path: Path, http: HttpSink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     fill(store, http.url("/r"), 5)
     monkeypatch.setattr(sys, "executable", str(db_path.parent / "no-such-python"))
     before = changes(store)
 
     summary = tick(store, NOW, options(db_path), lambda: NOW)
 
-    assert (summary.sent, summary.errors) == (5, [])
+    assert (summary.sent, summary.errors) == (5, ())
     assert changes(store) - before == 3 * 5
 
 
 def test_on_one_core_the_tick_commits_itself(
     db_path: Path, http: HttpSink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     fill(store, http.url("/r"), 5)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     before = changes(store)
 
     summary = tick(store, NOW, options(db_path), lambda: NOW)
 
-    assert (summary.sent, summary.errors) == (5, [])
+    assert (summary.sent, summary.errors) == (5, ())
     assert changes(store) - before == 3 * 5
 
 
 def test_a_failing_helper_hands_back_and_nothing_sent_is_forgotten(
     db_path: Path, http: HttpSink
 ) -> None:
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     ids = fill(store, http.url("/r"))
     execute(db_path, FAIL_AFTER.format(limit=100))
 
@@ -243,7 +252,7 @@ def test_a_failing_helper_hands_back_and_nothing_sent_is_forgotten(
     # once and none of the delivered ones again.
     execute(db_path, "DROP TRIGGER fail_after")
     summary = tick(store, NOW + 1, options(db_path), lambda: NOW + 1)
-    assert summary.errors == []
+    assert summary.errors == ()
     assert set(webhook_ids(http).values()) == {1} and len(webhook_ids(http)) == ROWS
     assert sent_per_row(db_path) == collections.Counter(ids)
     assert {v.state for v in store.list_view("all", NOW)} == {"done"}
@@ -252,7 +261,7 @@ def test_a_failing_helper_hands_back_and_nothing_sent_is_forgotten(
 def test_a_helper_killed_mid_tick_is_taken_over_by_the_tick(
     db_path: Path, http: HttpSink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     ids = fill(store, http.url("/r"))
     execute(db_path, RECORDS_FIRST)
     started: list[HelperRunner] = []
@@ -275,14 +284,14 @@ def test_a_helper_killed_mid_tick_is_taken_over_by_the_tick(
     summary = tick(store, NOW, options(db_path), lambda: NOW)
     killer.join()
 
-    assert (summary.sent, summary.errors) == (ROWS, [])
+    assert (summary.sent, summary.errors) == (ROWS, ())
     assert started[0]._proc.returncode == -signal.SIGKILL
     assert set(webhook_ids(http).values()) == {1} and len(webhook_ids(http)) == ROWS
     assert sent_per_row(db_path) == collections.Counter(ids)
     assert {v.state for v in store.list_view("all", NOW)} == {"done"}
 
 
-class CountingStore(SQLiteStore):
+class CountingStore(Store):
     """A real SQLite store that counts the records the tick's own process commits."""
 
     recorded = 0
@@ -302,7 +311,7 @@ class CountingStore(SQLiteStore):
 def test_a_draining_tick_hands_its_commits_and_claims_to_a_helper_once_it_has_claimed_enough(
     db_path: Path, http: HttpSink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = CountingStore(db_path)
+    store = CountingStore(SQLiteBackend(db_path))
     ids = fill(store, http.url("/r"))
     execute(db_path, RECORDS_FIRST)
     asked: list[int] = []
@@ -323,7 +332,7 @@ def test_a_draining_tick_hands_its_commits_and_claims_to_a_helper_once_it_has_cl
         ROWS,
         ROWS // 50,
         ROWS,
-        [],
+        (),
     )
     assert store.recorded < ROWS  # the helper committed the rest ...
     assert sent_per_row(db_path) == collections.Counter(ids)  # ... each once
@@ -343,7 +352,7 @@ BULKY = "x" * 300
 def test_a_helper_stalled_on_a_locked_database_never_blocks_the_tick_handing_it_work(
     db_path: Path,
 ) -> None:
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     (rid,) = fill(store, "http://127.0.0.1:9/h", 1)
     n = 2000
     records = [DeliveryRecord(rid, rid, NOW, "failed", BULKY, i, NOW) for i in range(1, n + 1)]
@@ -393,7 +402,7 @@ def test_a_helper_stalled_on_a_locked_database_never_blocks_the_tick_handing_it_
 def test_a_claim_in_flight_when_the_helper_dies_goes_to_the_fallback_once(
     db_path: Path,
 ) -> None:
-    store = SQLiteStore(db_path, busy_timeout_ms=int(LIMIT_S * 1000))
+    store = open_sqlite(db_path, busy_timeout_s=LIMIT_S)
     ids = fill(store, "http://127.0.0.1:9/h", 5)
     got: list[int] = []
 
@@ -420,7 +429,7 @@ def test_a_claim_in_flight_when_the_helper_dies_goes_to_the_fallback_once(
 
 
 def test_a_claim_the_helper_could_not_make_fails_with_its_error(db_path: Path) -> None:
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     fill(store, "http://127.0.0.1:9/h", 5)
 
     async def run() -> None:
@@ -443,7 +452,7 @@ def test_a_claim_the_helper_could_not_make_fails_with_its_error(db_path: Path) -
 def test_fires_and_resolutions_cross_the_pipe_unchanged(db_path: Path) -> None:
     from duequeue.engine.settle import one_shot_sent
 
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     fill(store, "http://127.0.0.1:9/h", 3)
     fires = store.claim(NOW, 10, 3, 60_000, "t")
     for fire in fires:
@@ -477,13 +486,13 @@ def run_leased_out(db: Path, n: int) -> TickSummary:
     """Tick as the CLI would, at an instant past the lease of any tick started now."""
     from datetime import UTC, datetime
 
-    from duequeue.config import load_settings
-    from duequeue.service import run_tick
-    from duequeue.timefmt import from_ms, to_ms
+    from duequeue.config.settings import load_settings
+    from duequeue.operations.tick import run as run_tick
+    from duequeue.shared.timefmt import from_ms, to_ms
 
     settings = load_settings({"db": str(db), "tick_limit": n}, env={})
     later = from_ms(to_ms(datetime.now(UTC)) + settings.lease_ms + 1000)
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     try:
         return run_tick(store, settings, later, lambda: to_ms(later), None)
     finally:

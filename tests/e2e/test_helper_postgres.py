@@ -6,8 +6,9 @@ import json
 import subprocess
 
 from duequeue.engine.tick import HelperOptions, TickOptions, catch_up, tick
-from duequeue.store.base import NewTarget
-from duequeue.store.postgres import PostgresStore
+from duequeue.store.postgres import connect as open_postgres
+from duequeue.store.records import NewTarget
+from duequeue.store.store import Store
 from tests.pg import admin_connect
 from tests.procs import LIMIT_S, cli_args, cli_env, run_cli
 from tests.servers import HttpSink
@@ -35,7 +36,7 @@ CREATE TRIGGER outcomes_first BEFORE UPDATE OF done_at ON reminders FOR EACH ROW
 """
 
 
-def fill(store: PostgresStore, url: str) -> list[int]:
+def fill(store: Store, url: str) -> list[int]:
     """Add ROWS one-shot reminders due at NOW, one webhook each; return their ids."""
     ids = [store.add(reminder(targets=(NewTarget("webhook", url),)), NOW)[0] for _ in range(ROWS)]
     catch_up(store, NOW)  # the rows name no tz release: recorded before the tick counted here
@@ -43,7 +44,7 @@ def fill(store: PostgresStore, url: str) -> list[int]:
 
 
 def test_a_large_tick_on_postgresql_commits_through_the_helper(pg_url: str, http: HttpSink) -> None:
-    store = PostgresStore(pg_url)
+    store = open_postgres(pg_url)
     try:
         ids = fill(store, http.url("/r"))
         with admin_connect(pg_url) as conn:
@@ -56,7 +57,7 @@ def test_a_large_tick_on_postgresql_commits_through_the_helper(pg_url: str, http
 
         summary = tick(store, NOW, options, lambda: NOW)
 
-        assert (summary.claimed, summary.sent, summary.errors) == (ROWS, ROWS, [])
+        assert (summary.claimed, summary.sent, summary.errors) == (ROWS, ROWS, ())
         ticker = store.backend.conn.info.backend_pid
         with admin_connect(pg_url) as conn:
             writers = {pid for (pid,) in conn.execute("SELECT pid FROM writers")}
@@ -88,7 +89,7 @@ CREATE TRIGGER note_claimer AFTER UPDATE OF lease_owner ON reminders FOR EACH RO
 def test_a_draining_tick_on_postgresql_claims_through_the_helper(
     pg_url: str, http: HttpSink
 ) -> None:
-    store = PostgresStore(pg_url)
+    store = open_postgres(pg_url)
     try:
         ids = fill(store, http.url("/r"))
         with admin_connect(pg_url) as conn:

@@ -16,11 +16,11 @@ from pathlib import Path
 import apsw
 import pytest
 
-from duequeue.config import load_settings
-from duequeue.service import run_tick
-from duequeue.store.base import NewReminder, NewTarget
-from duequeue.store.sqlite import SQLiteStore
-from duequeue.timefmt import from_ms, to_ms
+from duequeue.config.settings import load_settings
+from duequeue.operations.tick import run as run_tick
+from duequeue.shared.timefmt import from_ms, to_ms
+from duequeue.store.records import NewReminder, NewTarget
+from duequeue.store.sqlite import connect as open_sqlite
 from tests.procs import LIMIT_S, reap, run_cli, spawn_cli
 from tests.servers import HttpSink, Reply
 
@@ -34,7 +34,7 @@ def no_leftover_processes() -> Iterator[None]:
 def add_due(db: Path, n: int, urls: list[str]) -> list[int]:
     """Add `n` one-shots due an hour ago (on the real clock, which the CLI reads), each with
     every URL as a webhook target."""
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     try:
         due = to_ms(datetime.now(UTC)) - 3_600_000
         targets = tuple(NewTarget("webhook", u) for u in urls)
@@ -154,7 +154,7 @@ def test_a_tick_killed_mid_delivery_loses_nothing_and_never_resends_what_it_reco
     # Recovery once the lease has run out: the same engine the CLI runs, at a later instant.
     settings = load_settings({"db": str(db_path)}, env={})
     later = from_ms(to_ms(datetime.now(UTC)) + settings.lease_ms + 1000)
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     try:
         summary = run_tick(store, settings, later, lambda: to_ms(later), None)
     finally:
@@ -192,7 +192,7 @@ def test_a_tick_killed_at_any_point_of_its_deliveries_recovers_with_one_send_per
 
     settings = load_settings({"db": str(db_path)}, env={})
     later = from_ms(to_ms(datetime.now(UTC)) + settings.lease_ms + 1000)
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     try:
         run_tick(store, settings, later, lambda: to_ms(later), None)
     finally:

@@ -16,11 +16,11 @@ import apsw
 import pytest
 
 from duequeue.channels.webhook import endpoint
-from duequeue.config import Settings
+from duequeue.config.settings import Settings
 from duequeue.engine.endpoints import EndpointSlots
-from duequeue.store.base import NewReminder, NewTarget
-from duequeue.store.sqlite import SQLiteStore
-from duequeue.timefmt import to_ms
+from duequeue.shared.timefmt import to_ms
+from duequeue.store.records import NewReminder, NewTarget
+from duequeue.store.sqlite import connect as open_sqlite
 from tests.procs import LIMIT_S, reap, run_cli, spawn_cli
 from tests.servers import LOOPBACK, HttpSink, Reply
 
@@ -33,7 +33,7 @@ def no_leftover_processes() -> Iterator[None]:
 
 def add_due(db: Path, urls: list[str]) -> None:
     """Add one one-shot per URL, due in that order (oldest first), each a webhook to its URL."""
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     try:
         due = to_ms(datetime.now(UTC)) - 3_600_000
         for i, url in enumerate(urls):

@@ -11,28 +11,29 @@ from collections.abc import Iterator
 
 import pytest
 
-from duequeue.store.base import NewReminder, NewTarget
-from duequeue.store.postgres import PostgresStore
+from duequeue.store.postgres import connect as open_postgres
+from duequeue.store.records import NewReminder, NewTarget
+from duequeue.store.store import Store
 from tests.pg import admin_connect
 from tests.procs import LIMIT_S, cli_args, cli_env
 from tests.servers import HttpSink
 
 
 @pytest.fixture
-def store(pg_url: str) -> Iterator[PostgresStore]:
-    s = PostgresStore(pg_url)
+def store(pg_url: str) -> Iterator[Store]:
+    s = open_postgres(pg_url)
     yield s
     s.close()
 
 
-def add(store: PostgresStore, url: str, at: int) -> int:
+def add(store: Store, url: str, at: int) -> int:
     target = (NewTarget("webhook", url),)
     return store.add(NewReminder("s", "b", None, "UTC", at, at, target), at)[0]
 
 
 @pytest.mark.parametrize("round_", range(3))
 def test_a_tick_whose_backend_is_terminated_mid_tick_carries_on_quietly(
-    pg_url: str, store: PostgresStore, http: HttpSink, round_: int
+    pg_url: str, store: Store, http: HttpSink, round_: int
 ) -> None:
     # What a `pg_ctl restart -m fast` does to a tick (issue 26): its backend terminated while
     # its sends are in flight. The tick reconnects and goes on (or fails in one line); psycopg's

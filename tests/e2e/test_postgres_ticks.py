@@ -21,8 +21,8 @@ import pytest
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.errors import StoreError
-from duequeue.store.base import Fire, NewReminder, NewTarget
-from duequeue.timefmt import to_ms
+from duequeue.shared.timefmt import to_ms
+from duequeue.store.records import Fire, NewReminder, NewTarget
 from tests.clirunner import SECRET, Cli
 from tests.paths import ROOT
 from tests.pg import SERVER_URL, admin_connect, needs_psycopg
@@ -33,9 +33,9 @@ MIN = 60_000
 
 
 def _store(url: str) -> Any:
-    from duequeue.store.postgres import PostgresStore
+    from duequeue.store.postgres import connect as open_postgres
 
-    return PostgresStore(url)
+    return open_postgres(url)
 
 
 def one_shot(fire_at: int, url: str) -> NewReminder:
@@ -264,9 +264,9 @@ def test_the_cli_says_in_one_line_that_the_server_is_unreachable(tmp_path: Path)
 
 
 def test_the_sqlite_path_never_imports_psycopg(tmp_path: Path) -> None:
-    from duequeue.store.sqlite import SQLiteStore
+    from duequeue.store.sqlite import connect as open_sqlite
 
-    SQLiteStore(tmp_path / "dq.db").close()  # ticks refuse a missing database
+    open_sqlite(tmp_path / "dq.db").close()  # ticks refuse a missing database
     code = (
         "import sys\n"
         "from duequeue.cli.entrypoint import main\n"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from duequeue.config import Settings
+from duequeue.config.settings import Settings
 from tests.procs import LIMIT_S, ROOT
 from tests.servers import HttpSink, SmtpSink
 

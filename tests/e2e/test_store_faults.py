@@ -13,7 +13,8 @@ import apsw
 import pytest
 
 from duequeue.errors import StoreError
-from duequeue.store.base import (
+from duequeue.shared.timefmt import to_ms
+from duequeue.store.records import (
     DeliveryRecord,
     NewReminder,
     NewTarget,
@@ -21,8 +22,7 @@ from duequeue.store.base import (
     RowClaim,
     RowState,
 )
-from duequeue.store.sqlite import SQLiteStore
-from duequeue.timefmt import to_ms
+from duequeue.store.sqlite import connect as open_sqlite
 from tests.clirunner import Cli
 from tests.procs import run_cli
 
@@ -64,7 +64,7 @@ def write_lock(db: Path, *, exclusive_mode: bool = False) -> Iterator[None]:
 
 def fill(db: Path, n: int, body: str) -> None:
     """Add `n` due one-shot reminders through the library (the CLI is not under test here)."""
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     for i in range(n):
         target = NewTarget("webhook", f"{HOOK}/{i}")
         store.add(NewReminder("s", body, None, "UTC", NOW, NOW, (target,)), NOW)
@@ -117,7 +117,7 @@ def test_a_database_nobody_else_may_even_read_fails_on_open_with_one_line(
 def test_every_store_write_reports_a_held_lock_as_a_store_error(db_path: Path) -> None:
     # A due row, so the claim has something to lease (with nothing due it never writes).
     fill(db_path, 1, "b")
-    store = SQLiteStore(db_path, busy_timeout_ms=50)
+    store = open_sqlite(db_path, busy_timeout_s=0.05)
     record = DeliveryRecord(1, 1, NOW, "sent", None, 1, NOW)
     done = Resolution(RowClaim(1), 1, NOW, "sent", RowState(None, None, 0, None, "done"))
     calls = {
@@ -191,7 +191,7 @@ def test_the_database_and_its_wal_and_shm_files_are_owner_only_under_a_lax_umask
 ) -> None:
     old = os.umask(0)
     try:
-        store = SQLiteStore(db_path)
+        store = open_sqlite(db_path)
         store.claim(NOW, 1, 3, 1000, "me")  # a write, so the -wal and -shm files exist
         modes = {
             p.name: stat.S_IMODE(p.stat().st_mode)
@@ -210,14 +210,14 @@ def test_the_database_and_its_wal_and_shm_files_are_owner_only_under_a_lax_umask
 
 def test_a_new_database_directory_is_owner_only(tmp_path: Path) -> None:
     db = tmp_path / "fresh" / "dq.db"
-    SQLiteStore(db).close()
+    open_sqlite(db).close()
     assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
 
 
 def test_a_locked_database_reaches_a_real_process_as_one_line_without_a_traceback(
     db_path: Path,
 ) -> None:
-    SQLiteStore(db_path).close()
+    open_sqlite(db_path).close()
     with write_lock(db_path):
         r = run_cli(db_path, "add", "--at", "now", "--webhook", HOOK, env=FAST_LOCK)
     assert_one_line_error(r.returncode, r.stderr, "is locked")

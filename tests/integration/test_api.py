@@ -26,7 +26,7 @@ from duequeue import (
     StoreError,
     TickSummary,
 )
-from duequeue.api import check_setup
+from duequeue.api.queue import check_setup
 from tests.servers import HttpSink, Reply
 from tests.stores import Db, created
 
@@ -436,14 +436,14 @@ def test_migrate_copies_into_postgresql(db_path: Path, pg_url: str) -> None:
 def test_every_public_name_is_importable_from_duequeue() -> None:
     for name in duequeue.__all__:
         assert getattr(duequeue, name) is not None
-    assert Reminder.__module__ == "duequeue.results"
+    assert Reminder.__module__ == "duequeue.api.results"
     assert "fire_at" in {f.name for f in fields(Reminder)}
 
 
 def test_importing_duequeue_loads_neither_the_api_nor_the_metadata() -> None:
     code = (
         "import duequeue, sys; "
-        "print('duequeue.api' in sys.modules, 'importlib.metadata' in sys.modules); "
+        "print('duequeue.api.queue' in sys.modules, 'importlib.metadata' in sys.modules); "
         "print(duequeue.__version__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

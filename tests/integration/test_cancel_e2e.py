@@ -3,9 +3,10 @@
 import threading
 from pathlib import Path
 
-from duequeue.engine.tick import TickOptions, TickSummary, tick
-from duequeue.store.base import NewTarget
-from duequeue.store.sqlite import SQLiteStore
+from duequeue.engine.summary import TickSummary
+from duequeue.engine.tick import TickOptions, tick
+from duequeue.store.records import NewTarget
+from duequeue.store.sqlite import connect as open_sqlite
 from tests.servers import HttpSink, Reply
 from tests.store_contract import NOW, reminder
 
@@ -13,7 +14,7 @@ from tests.store_contract import NOW, reminder
 def test_a_cancel_during_a_running_tick_wins_over_its_write_back(db_path: Path) -> None:
     with HttpSink() as http:
         http.respond("/slow", Reply(hang=True))  # held until the channel timeout cuts it
-        setup = SQLiteStore(db_path)
+        setup = open_sqlite(db_path)
         hook = (NewTarget("webhook", http.url("/slow")),)
         rid, _ = setup.add(reminder(NOW, targets=hook, rule="FREQ=MINUTELY"), NOW)
         setup.close()
@@ -21,7 +22,7 @@ def test_a_cancel_during_a_running_tick_wins_over_its_write_back(db_path: Path) 
         result: list[TickSummary] = []
 
         def run_tick() -> None:
-            store = SQLiteStore(db_path)
+            store = open_sqlite(db_path)
             try:
                 options = TickOptions(channel_timeout=1.0)
                 result.append(tick(store, NOW, options, lambda: NOW + 1))
@@ -31,7 +32,7 @@ def test_a_cancel_during_a_running_tick_wins_over_its_write_back(db_path: Path) 
         ticking = threading.Thread(target=run_tick)
         ticking.start()
         http.wait_for_requests(1)  # the delivery is in flight now
-        operator = SQLiteStore(db_path)
+        operator = open_sqlite(db_path)
         try:
             (change,) = operator.cancel([rid], NOW + 1)
             assert change.skipped is None

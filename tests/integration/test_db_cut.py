@@ -14,11 +14,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from duequeue.config import Settings
+from duequeue.config.settings import Settings
 from duequeue.engine.tick import HelperOptions, TickOptions, tick
 from duequeue.errors import DatabaseLostError
-from duequeue.store.base import NewReminder, NewTarget
-from duequeue.store.postgres import PostgresStore
+from duequeue.store.postgres import connect as open_postgres
+from duequeue.store.records import NewReminder, NewTarget
+from duequeue.store.store import Store
 from tests.freezeproxy import FreezeProxy
 from tests.pg import admin_connect
 from tests.procs import LIMIT_S
@@ -91,13 +92,13 @@ class Receiver:
 
 
 @pytest.fixture
-def direct(pg_url: str) -> Iterator[PostgresStore]:
-    store = PostgresStore(pg_url)
+def direct(pg_url: str) -> Iterator[Store]:
+    store = open_postgres(pg_url)
     yield store
     store.close()
 
 
-def add_rows(store: PostgresStore, receiver: Receiver, at: int) -> list[int]:
+def add_rows(store: Store, receiver: Receiver, at: int) -> list[int]:
     ids = []
     for i in range(ROWS):
         target = (NewTarget("webhook", receiver.url(f"/{i}")),)
@@ -105,7 +106,7 @@ def add_rows(store: PostgresStore, receiver: Receiver, at: int) -> list[int]:
     return ids
 
 
-def recorded_ids(store: PostgresStore, rids: list[int]) -> dict[str, list[str]]:
+def recorded_ids(store: Store, rids: list[int]) -> dict[str, list[str]]:
     """Return the webhook-ids of the ledger's rows, by outcome."""
     from duequeue.channels.base import delivery_id
 
@@ -131,12 +132,12 @@ def options(helper_db: str | None = None) -> TickOptions:
 
 @pytest.mark.parametrize("helper", [False, True], ids=["thread", "helper"])
 def test_a_tick_cut_from_the_database_stops_sending_and_returns_before_its_lease(
-    pg_url: str, direct: PostgresStore, helper: bool
+    pg_url: str, direct: Store, helper: bool
 ) -> None:
     with FreezeProxy.to_url(pg_url) as proxy, Receiver(proxy, pg_url) as r:
         now = real_now()
         rids = add_rows(direct, r, now - 1000)
-        cut = PostgresStore(proxy.url(pg_url), busy_timeout_s=BUSY_S)
+        cut = open_postgres(proxy.url(pg_url), busy_timeout_s=BUSY_S)
         started = time.monotonic()
         try:
             with pytest.raises(DatabaseLostError) as lost:
@@ -170,7 +171,7 @@ def test_a_tick_cut_from_the_database_stops_sending_and_returns_before_its_lease
 
 def test_the_cli_says_in_one_line_how_many_sends_it_could_not_record_and_exits_1(
     pg_url: str,
-    direct: PostgresStore,
+    direct: Store,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

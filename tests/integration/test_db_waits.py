@@ -17,7 +17,7 @@ import pytest
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.errors import StoreBusyError, StoreError
-from duequeue.store.base import (
+from duequeue.store.records import (
     Claim,
     Committed,
     DeliveryRecord,
@@ -25,7 +25,9 @@ from duequeue.store.base import (
     NewTarget,
     Resolution,
 )
-from duequeue.store.sqlite import SQLiteStore
+from duequeue.store.sqlite import SQLiteBackend
+from duequeue.store.sqlite import connect as open_sqlite
+from duequeue.store.store import Store
 from tests.procs import LIMIT_S
 from tests.servers import HttpSink
 
@@ -97,23 +99,23 @@ class Receivers:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(db_path, busy_timeout_ms=10_000)
+def store(db_path: Path) -> Iterator[Store]:
+    s = open_sqlite(db_path, busy_timeout_s=10)
     yield s
     s.close()
 
 
-def add(store: SQLiteStore, *urls: str, at: int) -> int:
+def add(store: Store, *urls: str, at: int) -> int:
     targets = tuple(NewTarget("webhook", u) for u in urls)
     return store.add(NewReminder("s", "b", None, "UTC", at, at, targets), at)[0]
 
 
-def ledger(store: SQLiteStore, rid: int) -> list[tuple[int, str, str | None]]:
+def ledger(store: Store, rid: int) -> list[tuple[int, str, str | None]]:
     return [(d.target_id, d.outcome, d.error) for d in store.deliveries(rid)]
 
 
 def test_a_locked_database_does_not_stall_the_deliveries_in_flight(
-    db_path: Path, store: SQLiteStore
+    db_path: Path, store: Store
 ) -> None:
     now = real_now()
     with Receivers(db_path) as r:
@@ -134,7 +136,7 @@ def test_an_outcome_the_locked_database_could_not_take_is_kept_and_committed_lat
     db_path: Path,
 ) -> None:
     # A busy timeout far shorter than the lock: the first commits fail, and are tried again.
-    store = SQLiteStore(db_path, busy_timeout_ms=100)
+    store = open_sqlite(db_path, busy_timeout_s=0.1)
     try:
         now = real_now()
         with Receivers(db_path) as r:
@@ -149,7 +151,7 @@ def test_an_outcome_the_locked_database_could_not_take_is_kept_and_committed_lat
         store.close()
 
 
-class LedgerLocked(SQLiteStore):
+class LedgerLocked(Store):
     """A real SQLite store whose commits with ledger rows fail as a locked database's do, while
     its other writes (a release, say) go through: the moment another writer lets go of the
     lock."""
@@ -165,14 +167,14 @@ class LedgerLocked(SQLiteStore):
         releases: Sequence[Claim],
     ) -> Committed:
         if self.locked and records:
-            raise StoreBusyError(f"database {self.path} is locked")
+            raise StoreBusyError(f"database {self.backend.where} is locked")
         return super().commit(owner, now, records, resolutions, releases)
 
 
 def test_a_row_whose_send_was_not_recorded_stays_leased_until_its_lease_ends(
     db_path: Path, http: HttpSink
 ) -> None:
-    store = LedgerLocked(db_path)
+    store = LedgerLocked(SQLiteBackend(db_path))
     lease = 30_000  # shorter than busy timeout + the safety margin: no time to try again
     options = TickOptions(lease_ms=lease, busy_timeout_s=25.0)
     try:
@@ -195,7 +197,7 @@ def test_a_row_whose_send_was_not_recorded_stays_leased_until_its_lease_ends(
 
 
 def test_a_draining_tick_claims_on_through_a_lock_held_elsewhere(
-    db_path: Path, store: SQLiteStore, http: HttpSink
+    db_path: Path, store: Store, http: HttpSink
 ) -> None:
     now = real_now()
     rows = 200

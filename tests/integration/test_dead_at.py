@@ -7,8 +7,9 @@ dead letter stamped with the claim's `now` would seem to die before its last att
 from collections.abc import Callable
 
 from duequeue.engine.tick import TickOptions, tick
-from duequeue.policy import RetryPolicy
-from duequeue.store.base import NewTarget, Store
+from duequeue.rules.retry_policy import RetryPolicy
+from duequeue.store.records import NewTarget
+from duequeue.store.store import Store
 from tests.servers import HttpSink, Reply
 from tests.store_contract import NOW, reminder
 

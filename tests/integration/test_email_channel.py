@@ -13,7 +13,7 @@ from duequeue.channels.base import Message, Outcome, delivery_id
 from duequeue.channels.email_sender import EmailChannel, build_email
 from duequeue.channels.smtpurl import SmtpSettings, parse_smtp_url
 from duequeue.errors import ConfigError
-from duequeue.timefmt import to_ms
+from duequeue.shared.timefmt import to_ms
 from tests.servers import LOOPBACK, SmtpSink, free_port
 
 FIRE_AT = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)

@@ -12,7 +12,8 @@ import pytest
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.errors import DatabaseLostError
-from duequeue.store.base import NewReminder, NewTarget, Store
+from duequeue.store.records import NewReminder, NewTarget
+from duequeue.store.store import Store
 from tests.servers import HttpSink
 
 NOW = 1_800_000_000_000

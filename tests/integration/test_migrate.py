@@ -7,8 +7,9 @@ from typing import Any
 import apsw
 import pytest
 
-from duequeue.store.sqlite import SQLiteStore, schema_sql
-from duequeue.timefmt import to_ms
+from duequeue.shared.timefmt import to_ms
+from duequeue.store.sqlite import connect as open_sqlite
+from duequeue.store.sqlite import schema_sql
 from tests.clirunner import SECRET, Cli
 from tests.pg import admin_connect
 from tests.servers import HttpSink, Reply
@@ -52,7 +53,7 @@ def test_a_migrated_database_reads_the_same_and_goes_on_ticking(
     lite.tick()
     lite.advance(minutes=1)
     lite.tick()
-    sqlite = SQLiteStore(db_path)
+    sqlite = open_sqlite(db_path)
     sqlite.cancel([gone], 1)
     # A lease of a tick that was still running on the old database: not copied.
     sqlite.claim(10**13, 10, 3, 10**9, "old-host")
@@ -70,9 +71,9 @@ def test_a_migrated_database_reads_the_same_and_goes_on_ticking(
     pg = _cli(pg_url)
     pg.now = lite.now
     assert _everything(pg, ids) == before
-    from duequeue.store.postgres import PostgresStore
+    from duequeue.store.postgres import connect as open_postgres
 
-    store = PostgresStore(pg_url)
+    store = open_postgres(pg_url)
     try:
         assert _ledgers(store, ids) == ledgers
         assert store.stats(to_ms(T0)).leased == 0
@@ -131,7 +132,7 @@ def test_migrate_needs_an_existing_sqlite_file(db_path: Path, pg_url: str) -> No
 def test_both_schemas_have_the_same_tables_and_columns(pg_url: str) -> None:
     """What `migrate` relies on: every SQLite column has a PostgreSQL home of the same name."""
     from duequeue.store.copy import META, TABLES
-    from duequeue.store.postgres import PostgresStore
+    from duequeue.store.postgres import connect as open_postgres
 
     lite = apsw.Connection(":memory:")
     lite.execute(schema_sql())
@@ -139,7 +140,7 @@ def test_both_schemas_have_the_same_tables_and_columns(pg_url: str) -> None:
         str(t): [str(c[1]) for c in lite.execute(f"PRAGMA table_info({t})")]
         for (t,) in lite.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
     }
-    PostgresStore(pg_url).close()
+    open_postgres(pg_url).close()
     pg_columns: dict[str, list[str]] = {}
     with admin_connect(pg_url) as conn:
         for table, column in conn.execute(

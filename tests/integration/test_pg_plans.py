@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from duequeue.store.base import (
+from duequeue.store.records import (
     DeadFire,
     DeliveryRecord,
     Resolution,
@@ -74,12 +74,12 @@ def _seq_scans(node: dict[str, Any]) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def plans(pg_database: str) -> list[dict[str, Any]]:
     """Run one tick's store calls on large tables; return each executed statement's plan."""
-    from duequeue.store.postgres import PostgresStore
+    from duequeue.store.postgres import connect as open_postgres
 
     with admin_connect(pg_database) as conn:
         conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
         conn.execute("CREATE SCHEMA public")
-    store = PostgresStore(pg_database)
+    store = open_postgres(pg_database)
     try:
         with admin_connect(pg_database) as conn:
             conn.execute(_FILL.encode())

@@ -5,7 +5,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from duequeue.store.base import DeliveryRecord, Store
+from duequeue.store.records import DeliveryRecord
+from duequeue.store.store import Store
 from tests.clirunner import SECRET, Cli, counts
 from tests.servers import HttpSink, Reply
 from tests.stores import Db

@@ -13,7 +13,8 @@ from typing import Any
 
 import apsw
 
-from duequeue.store.sqlite import SCHEMA_VERSION, SQLiteStore
+from duequeue.store.sqlite import SCHEMA_VERSION
+from duequeue.store.sqlite import connect as open_sqlite
 from tests.pg import admin_connect
 
 # A column's kind: SQLite's INTEGER holds what PostgreSQL keeps in BIGINT or INTEGER.
@@ -45,7 +46,7 @@ def _default(text: str | None) -> str | None:
 
 
 def sqlite_shape(path: Path) -> Shape:
-    SQLiteStore(path).close()
+    open_sqlite(path).close()
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         tables = sorted(
@@ -87,9 +88,9 @@ def sqlite_shape(path: Path) -> Shape:
 
 
 def postgres_shape(url: str) -> Shape:
-    from duequeue.store.postgres import PostgresStore
+    from duequeue.store.postgres import connect as open_postgres
 
-    PostgresStore(url).close()
+    open_postgres(url).close()
     with admin_connect(url) as conn:
         tables = sorted(
             str(r[0])

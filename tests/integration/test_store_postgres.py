@@ -5,15 +5,15 @@ import pytest
 
 from duequeue.errors import StoreError
 from duequeue.store import schema
-from duequeue.store.base import Store
+from duequeue.store.store import Store
 from tests.paths import DATA
 from tests.pg import admin_connect, needs_psycopg
 
 
 def _open(url: str) -> Store:
-    from duequeue.store.postgres import PostgresStore
+    from duequeue.store.postgres import connect as open_postgres
 
-    return PostgresStore(url)
+    return open_postgres(url)
 
 
 def test_it_marks_the_schema_with_its_version(pg_url: str) -> None:
@@ -122,11 +122,11 @@ def test_it_fails_with_one_line_and_no_password_when_the_server_is_unreachable()
 
 def test_open_store_takes_postgresql_and_postgres_urls(pg_url: str) -> None:
     from duequeue.store import open_store
-    from duequeue.store.postgres import PostgresStore
+    from duequeue.store.postgres import PostgresBackend
 
     for url in (pg_url, pg_url.replace("postgresql://", "postgres://", 1)):
         store = open_store(url)
-        assert isinstance(store, PostgresStore)
+        assert isinstance(store.backend, PostgresBackend)
         store.close()
 
 

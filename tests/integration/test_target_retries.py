@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from duequeue.store.base import Store
+from duequeue.store.store import Store
 from tests.clirunner import SECRET, Cli, counts
 from tests.servers import HttpSink, Reply, SmtpSink
 from tests.stores import Db
@@ -253,8 +253,8 @@ def test_a_refused_target_beside_a_failing_one_dies_with_its_own_count_and_refus
 def test_a_target_recorded_by_a_tick_that_died_before_writing_back_waits_and_counts_that_try(
     cli: Cli, http: HttpSink, open_store: Callable[[], Store]
 ) -> None:
-    from duequeue.store.base import DeliveryRecord
-    from duequeue.timefmt import to_ms
+    from duequeue.shared.timefmt import to_ms
+    from duequeue.store.records import DeliveryRecord
 
     http.respond("/down", Reply(503))
     rid = cli.add("--at", "now", "--webhook", http.url("/ok"), "--webhook", http.url("/down"))

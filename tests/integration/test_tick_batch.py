@@ -9,20 +9,27 @@ import pytest
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.errors import StoreError
-from duequeue.store.base import Claim, Committed, DeliveryRecord, NewTarget, Resolution
-from duequeue.store.sqlite import SQLiteStore
+from duequeue.store.records import (
+    Claim,
+    Committed,
+    DeliveryRecord,
+    NewTarget,
+    Resolution,
+)
+from duequeue.store.sqlite import SQLiteBackend
+from duequeue.store.store import Store
 from tests.servers import HttpSink
 from tests.store_contract import NOW, reminder
 
 ROWS = 1500
 
 
-class WatchedStore(SQLiteStore):
+class WatchedStore(Store):
     """A real SQLite store that remembers which outcomes were committed when each resolution
     came, and can make every commit that settles a row fail from the n-th on."""
 
     def __init__(self, path: Path, fail_at: int | None = None) -> None:
-        super().__init__(path)
+        super().__init__(SQLiteBackend(path))
         self.recorded: set[tuple[int, int]] = set()  # (reminder, target) committed so far
         self.early: list[int] = []  # rows resolved before their outcomes were committed
         self.commits = 0
@@ -57,19 +64,19 @@ class WatchedStore(SQLiteStore):
         return done
 
 
-def fill(store: SQLiteStore, url: str, n: int = ROWS) -> None:
+def fill(store: Store, url: str, n: int = ROWS) -> None:
     for _ in range(n):
         store.add(reminder(targets=(NewTarget("webhook", url),)), NOW)
 
 
-def run_tick(store: SQLiteStore, now: int = NOW) -> None:
+def run_tick(store: Store, now: int = NOW) -> None:
     # A few connections: the stdlib test server's listen backlog is small, and a connection
     # stuck in it would turn into a timeout (and a legitimate re-send later).
     options = TickOptions(limit=10_000, webhook_concurrency=8, channel_timeout=10.0)
     tick(store, now, options, lambda: now)
 
 
-def sent_ledger(store: SQLiteStore, n: int = ROWS) -> Counter[int]:
+def sent_ledger(store: Store, n: int = ROWS) -> Counter[int]:
     return Counter(
         d.reminder_id
         for rid in range(1, n + 1)
@@ -191,11 +198,11 @@ def test_a_row_that_breaks_between_its_targets_sends_none_of_the_rest(
     assert (summary.sent, summary.released, summary.errors) == (
         3,
         1,
-        [f"reminder {broken}: RuntimeError: bug"],
+        (f"reminder {broken}: RuntimeError: bug",),
     )
     paths = Counter(r.path for r in http.requests)
     assert paths == {"/r": 4}  # the broken row's first target went out, its second did not
     monkeypatch.setattr(base, "delivery_id", real)
     again = tick(store, NOW + 1, options, lambda: NOW + 1)
-    assert (again.sent, again.errors) == (1, [])
+    assert (again.sent, again.errors) == (1, ())
     assert Counter(r.path for r in http.requests) == {"/r": 4, "/second": 1}  # no re-send

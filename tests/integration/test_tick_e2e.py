@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from duequeue.store.base import Store
+from duequeue.store.store import Store
 from tests.clirunner import SECRET, Cli, counts
 from tests.servers import HttpSink, Reply, SmtpSink
 from tests.stores import Db
@@ -216,8 +216,8 @@ def test_a_row_with_its_email_sent_before_a_crash_gets_only_the_webhook(
 ) -> None:
     rid = cli.add("--at", "now", "--email", "ann@example.com", "--webhook", http.url("/r"))
     # A tick that sent the email, recorded it, and died before the webhook and the write-back.
-    from duequeue.store.base import DeliveryRecord
-    from duequeue.timefmt import to_ms
+    from duequeue.shared.timefmt import to_ms
+    from duequeue.store.records import DeliveryRecord
 
     store = open_store()
     (fire,) = store.claim(to_ms(T0), 10, 3, 60_000, "crashed-tick")

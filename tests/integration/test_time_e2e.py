@@ -6,8 +6,8 @@ from pathlib import Path
 
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.schedule import release
-from duequeue.store.sqlite import SQLiteStore
-from duequeue.timefmt import iso, to_ms
+from duequeue.shared.timefmt import iso, to_ms
+from duequeue.store.sqlite import connect as open_sqlite
 from tests.clirunner import Cli
 from tests.servers import HttpSink
 
@@ -21,7 +21,7 @@ def fired(http: HttpSink, path: str) -> list[str]:
 
 def simulate_cron(db: Path, start: datetime, end: datetime, down: tuple[datetime, datetime]) -> int:
     """Tick once a minute from start to end, except while cron is down; return ticks run."""
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     options = TickOptions(channel_timeout=5)
     ran = 0
     now = start

@@ -18,9 +18,9 @@ import pytest
 from duequeue.engine import recompute, settle
 from duequeue.engine.tick import TickOptions, tick
 from duequeue.schedule import zones
+from duequeue.shared.timefmt import from_ms, to_ms
 from duequeue.store import open_store
-from duequeue.store.base import Store
-from duequeue.timefmt import from_ms, to_ms
+from duequeue.store.store import Store
 from tests.clirunner import Cli
 from tests.paths import DATA
 from tests.servers import HttpSink

@@ -20,7 +20,7 @@ from duequeue.channels.base import Message, Outcome, delivery_id
 from duequeue.channels.signing import Signer, parse_secret, sign
 from duequeue.channels.webhook_sender import WebhookChannel, build_payload, parse_retry_after
 from duequeue.errors import ConfigError
-from duequeue.timefmt import to_ms
+from duequeue.shared.timefmt import to_ms
 from tests import rawserver
 from tests.resolver import ScriptedResolver
 from tests.servers import HttpSink, Reply, free_port

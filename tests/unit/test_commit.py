@@ -10,16 +10,23 @@ import pytest
 
 from duequeue.engine.commit import Committer, ThreadRunner
 from duequeue.errors import StoreError
-from duequeue.store.base import Claim, Committed, DeliveryRecord, Resolution, RowClaim
-from duequeue.store.sqlite import SQLiteStore
+from duequeue.store.records import (
+    Claim,
+    Committed,
+    DeliveryRecord,
+    Resolution,
+    RowClaim,
+)
+from duequeue.store.sqlite import SQLiteBackend
+from duequeue.store.store import Store
 from tests.store_contract import LEASE, NOW, advanced, reminder
 
 
-class LoggingStore(SQLiteStore):
+class LoggingStore(Store):
     """A real SQLite store that logs each commit's parts and can fail resolutions."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(path)
+        super().__init__(SQLiteBackend(path))
         self.log: list[tuple[list[int], list[int], list[int]]] = []
         self.fail_resolutions = False
 
@@ -56,12 +63,12 @@ def sent(rid: int) -> DeliveryRecord:
     return DeliveryRecord(rid, rid, NOW, "sent", None, 1, NOW)
 
 
-def committer(store: SQLiteStore, *, max_items: int = 256, window_s: float = 0.005) -> Committer:
+def committer(store: Store, *, max_items: int = 256, window_s: float = 0.005) -> Committer:
     until = time.monotonic() + 30
     return Committer(ThreadRunner(store), "t", NOW, until, max_items=max_items, window_s=window_s)
 
 
-def ledger(store: SQLiteStore, rid: int) -> list[str]:
+def ledger(store: Store, rid: int) -> list[str]:
     return [d.outcome for d in store.deliveries(rid)]
 
 

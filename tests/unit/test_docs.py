@@ -48,7 +48,7 @@ def test_the_global_options_are_documented() -> None:
 def test_every_setting_is_documented() -> None:
     from dataclasses import fields
 
-    from duequeue.config import Settings
+    from duequeue.config.settings import Settings
 
     settings = REFERENCE.split("## Settings\n", 1)[1].split("\n## ", 1)[0]
     for f in fields(Settings):

@@ -15,12 +15,12 @@ from typing import Any
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from duequeue import validate
 from duequeue.channels.base import Message
 from duequeue.channels.email_sender import build_email
 from duequeue.channels.webhook_sender import build_payload
-from duequeue.compose import AddRequest, build_reminder
 from duequeue.errors import BadInputError
+from duequeue.operations.add import AddRequest, build_reminder
+from duequeue.rules import validate
 
 NOW = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 # Every code point, lone surrogates (what non-UTF-8 argv becomes) and NUL included.

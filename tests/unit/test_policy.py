@@ -4,7 +4,15 @@ amounts to from its targets."""
 import pytest
 
 from duequeue.channels.base import Outcome
-from duequeue.policy import MAX_ERROR_TEXT, End, RetryPolicy, Verdict, retry_at, summary, verdict
+from duequeue.rules.retry_policy import (
+    MAX_ERROR_TEXT,
+    End,
+    RetryPolicy,
+    Verdict,
+    retry_at,
+    summary,
+    verdict,
+)
 
 AT = 1_800_000_000_000
 FAILED = Outcome("failed", "HTTP 500")

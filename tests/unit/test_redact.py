@@ -2,7 +2,7 @@
 
 import pytest
 
-from duequeue import redact
+from duequeue.shared import redact
 
 
 @pytest.mark.parametrize(

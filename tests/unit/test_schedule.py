@@ -16,7 +16,7 @@ from duequeue.schedule.rules import (
     parse_zone,
     upcoming,
 )
-from duequeue.timefmt import parse_duration
+from duequeue.shared.timefmt import parse_duration
 
 NY = ZoneInfo("America/New_York")
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -8,7 +8,7 @@ place, a fire already delivered never chosen again.
 from datetime import UTC, datetime
 
 from duequeue.schedule import intent
-from duequeue.timefmt import to_ms
+from duequeue.shared.timefmt import to_ms
 
 NY = "America/New_York"
 

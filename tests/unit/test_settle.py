@@ -7,8 +7,8 @@ import pytest
 from duequeue.channels.base import Outcome
 from duequeue.engine import settle
 from duequeue.engine.settle import SENT, UNTRIED, Standing
-from duequeue.policy import RetryPolicy
-from duequeue.store.base import (
+from duequeue.rules.retry_policy import RetryPolicy
+from duequeue.store.records import (
     FRESH,
     Fire,
     RowClaim,

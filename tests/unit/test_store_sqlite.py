@@ -10,12 +10,13 @@ import pytest
 
 from duequeue.errors import StoreError
 from duequeue.store import schema
-from duequeue.store.sqlite import SQLiteStore, schema_sql
+from duequeue.store.sqlite import connect as open_sqlite
+from duequeue.store.sqlite import schema_sql
 from tests.paths import DATA, ROOT
 
 
 def test_it_creates_the_database_owner_only_in_wal_mode(db_path: Path) -> None:
-    SQLiteStore(db_path).close()
+    open_sqlite(db_path).close()
     assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
     conn = apsw.Connection(str(db_path))
     assert conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
@@ -36,7 +37,7 @@ def test_it_upgrades_a_version_1_database_in_place(db_path: Path) -> None:
            VALUES ('kept', '', 'UTC', 0, 0, 0)"""
     )
     conn.close()
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     try:
         assert [v.subject for v in store.list_view("all", 0)] == ["kept"]
         assert store.dead_letters(1) == []
@@ -55,9 +56,9 @@ def test_it_upgrades_a_version_2_database_to_the_same_tables_as_a_new_one(
     conn = apsw.Connection(str(db_path))
     conn.execute(OLD_SCHEMA.read_text(encoding="utf-8"))
     conn.close()
-    SQLiteStore(db_path).close()
+    open_sqlite(db_path).close()
     fresh = tmp_path / "fresh.db"
-    SQLiteStore(fresh).close()
+    open_sqlite(fresh).close()
 
     def shape(path: Path) -> dict[str, list[tuple[str, str]]]:
         c = apsw.Connection(str(path))
@@ -75,7 +76,7 @@ def test_it_upgrades_a_version_2_database_to_the_same_tables_as_a_new_one(
 def test_an_upgraded_database_takes_any_channels_targets_and_keeps_its_targets_and_ledger(
     db_path: Path, old: str
 ) -> None:
-    from duequeue.store.base import NewReminder, NewTarget
+    from duequeue.store.records import NewReminder, NewTarget
 
     conn = apsw.Connection(str(db_path))
     conn.execute((DATA / old).read_text(encoding="utf-8"))
@@ -88,7 +89,7 @@ def test_an_upgraded_database_takes_any_channels_targets_and_keeps_its_targets_a
            VALUES (1, 1, 0, 'sent', 1, 0);"""
     )
     conn.close()
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     try:
         target = NewTarget("notify", "ntfy://127.0.0.1/topic")
         rid, _ = store.add(NewReminder("s", "", None, "UTC", 0, 0, (target,)), 0)
@@ -110,7 +111,7 @@ def test_an_upgraded_database_takes_any_channels_targets_and_keeps_its_targets_a
 def test_the_version_9_rebuild_keeps_every_row_and_frees_a_cancelled_reminders_key(
     db_path: Path, old: str
 ) -> None:
-    from duequeue.store.base import NewReminder, NewTarget
+    from duequeue.store.records import NewReminder, NewTarget
 
     conn = apsw.Connection(str(db_path))
     conn.execute((DATA / old).read_text(encoding="utf-8"))
@@ -124,7 +125,7 @@ def test_the_version_9_rebuild_keeps_every_row_and_frees_a_cancelled_reminders_k
            VALUES (1, 1, 0, 'sent', 1, 0);"""
     )
     conn.close()
-    store = SQLiteStore(db_path)  # upgraded: the reminders table rebuilt without its UNIQUE key
+    store = open_sqlite(db_path)  # upgraded: the reminders table rebuilt without its UNIQUE key
     try:
         hook = (NewTarget("webhook", "u"),)
         rid, created = store.add(NewReminder("new", "", None, "UTC", 0, 0, hook, key="rent"), 0)
@@ -149,7 +150,7 @@ def test_the_version_9_rebuild_keeps_every_row_and_frees_a_cancelled_reminders_k
 
 
 def test_health_reports_a_wrong_journal_mode_with_a_fix(db_path: Path) -> None:
-    store = SQLiteStore(db_path)
+    store = open_sqlite(db_path)
     try:
         store.backend.conn.execute("PRAGMA journal_mode = DELETE")
         (journal,) = [c for c in store.health() if c.name == "database journal"]
@@ -177,7 +178,7 @@ def test_it_refuses_a_file_that_is_not_sqlite_and_leaves_it_untouched(db_path: P
     db_path.write_bytes(b"hello, this is a text file" * 100)
     before = db_path.read_bytes()
     with pytest.raises(StoreError, match="not an SQLite database"):
-        SQLiteStore(db_path)
+        open_sqlite(db_path)
     assert db_path.read_bytes() == before
 
 
@@ -186,23 +187,23 @@ def test_it_refuses_a_foreign_sqlite_database_and_leaves_it_untouched(db_path: P
     conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
     conn.close()
     with pytest.raises(StoreError, match="not duequeue's"):
-        SQLiteStore(db_path)
+        open_sqlite(db_path)
     conn = apsw.Connection(str(db_path))
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_schema")]
     assert names == ["notes"]
 
 
 def test_it_refuses_a_database_from_a_newer_duequeue(db_path: Path) -> None:
-    SQLiteStore(db_path).close()
+    open_sqlite(db_path).close()
     conn = apsw.Connection(str(db_path))
     conn.execute("PRAGMA user_version = 99")
     conn.close()
     with pytest.raises(StoreError, match="schema version 99"):
-        SQLiteStore(db_path)
+        open_sqlite(db_path)
 
 
 def test_the_due_query_walks_the_partial_index(db_path: Path) -> None:
-    SQLiteStore(db_path).close()
+    open_sqlite(db_path).close()
     conn = apsw.Connection(str(db_path))
     plan = " ".join(
         str(row[-1])

@@ -136,7 +136,7 @@ def test_an_ipv4_mapped_peer_is_its_ipv4_address() -> None:
 def test_a_setting_that_is_no_address_is_refused_naming_it(bad: str) -> None:
     with pytest.raises(ConfigError) as exc:
         parse_allowed(f"127.0.0.1, {bad}")
-    assert exc.value.field == "forwarded_allow_ips"
+    assert exc.value.field == "web_forwarded_allow_ips"
 
 
 def test_addresses_and_networks_of_both_families() -> None:

@@ -4,7 +4,7 @@ import os
 import signal
 
 from duequeue.errors import DuequeueError, StoreError
-from duequeue.worker import Worker
+from duequeue.operations.worker import Worker
 
 
 def _never_fails(exc: DuequeueError) -> None:

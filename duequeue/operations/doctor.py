@@ -6,11 +6,11 @@ from typing import Any
 
 from duequeue.channels import apprise_urls, smtpprobe
 from duequeue.channels.signing import padding_missing, parse_secrets
-from duequeue.config import env_name
+from duequeue.config.settings import env_name
 from duequeue.errors import ConfigError, DuequeueError
 from duequeue.schedule import release, zones
 from duequeue.store import safe_url
-from duequeue.store.base import HealthCheck
+from duequeue.store.records import HealthCheck
 
 Check = HealthCheck
 

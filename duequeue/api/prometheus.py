@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from duequeue.errors import BadInputError, DuequeueError
 
 if TYPE_CHECKING:
-    from duequeue.results import Stats
+    from duequeue.api.results import Stats
 
 
-def prometheus_text(s: Stats) -> str:
+def text(s: Stats) -> str:
     """Return the node_exporter textfile format of `stats`, every metric with HELP and TYPE."""
     lateness = s.oldest_due_lateness
     late = 0.0 if lateness is None else round(lateness.total_seconds(), 3)

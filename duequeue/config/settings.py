@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 from platformdirs import user_config_path, user_data_path
 
 from duequeue.errors import BadInputError, ConfigError
-from duequeue.policy import RetryPolicy
-from duequeue.timefmt import parse_duration
+from duequeue.rules.retry_policy import RetryPolicy
+from duequeue.shared.timefmt import parse_duration
 
 APP_NAME = "duequeue"
 CLOCKS = ("database", "host")
@@ -61,7 +61,7 @@ class Settings:
     web_read_token: str | None = None
     # The peers whose X-Forwarded-* / Forwarded headers `serve` believes (IPs and networks,
     # comma-separated, or `*`); "" believes nobody's (duequeue/web/proxy.py).
-    forwarded_allow_ips: str = ""
+    web_forwarded_allow_ips: str = ""
     # The values of those channels' own settings, by name (not a setting itself).
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -375,7 +375,7 @@ def masked(settings: Settings) -> dict[str, Any]:
         elif name in ("smtp_password", "web_token", "web_read_token") and value:
             value = "****"
         elif name in ("smtp_url", "db") and value:
-            from duequeue import redact  # lazy: only shown settings need it
+            from duequeue.shared import redact  # lazy: only shown settings need it
 
             value = redact.url(value)  # a postgresql:// URL may carry a password too
         elif name in settings.extra and value and _SECRET_NAME.search(name):

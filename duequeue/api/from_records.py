@@ -1,6 +1,7 @@
-"""The public types of results.py, made: from the store's and the engine's records, and from
-what the service returns. The one place stored unix milliseconds become aware UTC datetimes and
-an address is masked for display."""
+"""The public types of results.py, made from the store's records and from what the operations
+return: the one place stored unix milliseconds become aware UTC datetimes and an address is
+masked for display. Cron's plain tick never loads it (a tick returns the engine's own
+TickSummary)."""
 
 from __future__ import annotations
 
@@ -8,24 +9,20 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from duequeue.config import Origins, Settings, masked
-from duequeue.engine import tick as engine
-from duequeue.lazy import LazyModule
-from duequeue.store import base as store
-from duequeue.tick_summary import TickSummary
-from duequeue.timefmt import from_ms
+from duequeue.api import results
+from duequeue.config.settings import Origins, Settings, masked
+from duequeue.shared.lazy import LazyModule
+from duequeue.shared.timefmt import from_ms
+from duequeue.store import records as store
 
 if TYPE_CHECKING:
-    from duequeue import results
     from duequeue.channels import registry
     from duequeue.engine import recompute
-    from duequeue.ops import Ledger
+    from duequeue.operations.inspect import Ledger
     from duequeue.schedule import zones
     from duequeue.store.copy import Copied
 else:
-    # Loaded on first use: results' twenty dataclasses cost a fifth of cron's empty tick, which
-    # needs a TickSummary alone (tick_summary.py), and shows no target.
-    results = LazyModule("duequeue.results")
+    # Loaded on first use: the channels only to show a target (stats shows none).
     registry = LazyModule("duequeue.channels.registry")
     # Zones only to show a fire on its zone's clocks (inspect, history): never on cron's tick.
     zones = LazyModule("duequeue.schedule.zones")
@@ -140,30 +137,6 @@ def history(ledger: Ledger) -> results.History:
             )
             for m in ledger.moves
         ),
-    )
-
-
-def tick_summary(s: engine.TickSummary, at: datetime) -> TickSummary:
-    """Return the engine's summary of the tick that started at `at`."""
-    return TickSummary(
-        at=at,
-        claimed=s.claimed,
-        batches=s.batches,
-        target_retries=s.target_retries,
-        sent=s.sent,
-        partial=s.partial,
-        retried=s.retried,
-        dead=s.dead,
-        skipped=s.skipped,
-        released=s.released,
-        deliveries_sent=s.deliveries_sent,
-        deliveries_failed=s.deliveries_failed,
-        max_lateness=None if s.max_lateness_ms is None else s.max_lateness_ms * _MS,
-        errors=tuple(s.errors),
-        stopped_by=s.stopped_by,
-        unrecorded=s.unrecorded,
-        refused=s.refused,
-        lost=s.lost,
     )
 
 

@@ -24,18 +24,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, get_args
 
-from duequeue import convert, service
-from duequeue.config import Settings, load_settings, load_settings_traced
-from duequeue.errors import BadInputError, DatabaseLostError, DuequeueError
-from duequeue.lazy import LazyModule
+from duequeue.config.settings import Settings, load_settings, load_settings_traced
+from duequeue.errors import BadInputError, DuequeueError
+from duequeue.operations import tick
+from duequeue.shared.lazy import LazyModule
+from duequeue.shared.timefmt import from_ms, parse_duration, to_ms
 from duequeue.store import open_store, safe_url
-from duequeue.store.base import BrowseState, Store
-from duequeue.tick_summary import TickSummary
-from duequeue.timefmt import from_ms, parse_duration, to_ms
+from duequeue.store.records import BrowseState
+from duequeue.store.store import Store
 
 if TYPE_CHECKING:
-    from duequeue import change, compose, doctor, importer, metrics, ops, worker
-    from duequeue.results import (
+    from duequeue.api import from_records
+    from duequeue.api import prometheus as _prometheus
+    from duequeue.api.results import (
         Added,
         Change,
         Changed,
@@ -55,17 +56,32 @@ if TYPE_CHECKING:
         Stats,
         View,
     )
+    from duequeue.engine.summary import TickSummary
+    from duequeue.operations import (
+        add,
+        cancel_retry_prune,
+        doctor,
+        import_lines,
+        inspect,
+        migrate,
+        reschedule_edit,
+        worker,
+    )
     from duequeue.schedule import zones
 else:
     # Loaded on first use: what the other operations need, which cron's plain tick (by far the
     # most frequent run) never does: dateutil, json, pickle, smtplib, signal, zoneinfo among them.
-    change = LazyModule("duequeue.change")
-    compose = LazyModule("duequeue.compose")
-    doctor = LazyModule("duequeue.doctor")
-    importer = LazyModule("duequeue.importer")
-    metrics = LazyModule("duequeue.metrics")
-    ops = LazyModule("duequeue.ops")
-    worker = LazyModule("duequeue.worker")
+    # The public types are made on first use too: a tick returns the engine's own summary.
+    from_records = LazyModule("duequeue.api.from_records")
+    add = LazyModule("duequeue.operations.add")
+    cancel_retry_prune = LazyModule("duequeue.operations.cancel_retry_prune")
+    doctor = LazyModule("duequeue.operations.doctor")
+    import_lines = LazyModule("duequeue.operations.import_lines")
+    inspect = LazyModule("duequeue.operations.inspect")
+    migrate = LazyModule("duequeue.operations.migrate")
+    reschedule_edit = LazyModule("duequeue.operations.reschedule_edit")
+    worker = LazyModule("duequeue.operations.worker")
+    _prometheus = LazyModule("duequeue.api.prometheus")  # stats(prometheus=) names a file
     zones = LazyModule("duequeue.schedule.zones")
 
 _VIEWS = ("dead", "due", "pending", "all")
@@ -141,27 +157,25 @@ class Queue:
         False and a note saying so. With other content it raises KeyConflictError (its
         `.existing` is the id holding the key) and writes nothing.
         """
-        req = compose.request(
+        req = add.request(
             at, tz, rrule, cron, emails, webhooks, notify, targets, webhook_secret, subject,
             body, data, data_json, key, misfire_grace,
         )  # fmt: skip
         now = _now()
-        reminder = compose.build_reminder(
-            req, self.settings.tz, now, settings=self.settings.by_name()
-        )
+        reminder = add.build_reminder(req, self.settings.tz, now, settings=self.settings.by_name())
         store = self._open()
-        rid, created = service.add(store, reminder, now)
+        rid, created = add.write(store, reminder, now)
         if not created:
-            return convert.added(
+            return from_records.added(
                 rid,
                 False,
                 [f"key {key!r} exists: reminder {rid}, with the same content; nothing added"],
             )
         notes = [
             *self._created_notes(store),
-            *compose.add_notes(reminder, self.settings, now, req.at),
+            *add.add_notes(reminder, self.settings, now, req.at),
         ]
-        return convert.added(rid, True, notes)
+        return from_records.added(rid, True, notes)
 
     def preview(
         self,
@@ -186,15 +200,15 @@ class Queue:
         """Check a reminder as `add` would and return its first `count` fires; write nothing
         (`duequeue add --dry-run`). The arguments are add's."""
         _positive(count, "count")
-        req = compose.request(
+        req = add.request(
             at, tz, rrule, cron, emails, webhooks, notify, targets, webhook_secret, subject,
             body, data, data_json, key, misfire_grace,
         )  # fmt: skip
         now = _now()
-        r = compose.build_reminder(req, self.settings.tz, now, settings=self.settings.by_name())
+        r = add.build_reminder(req, self.settings.tz, now, settings=self.settings.by_name())
         assert r.fire_at is not None  # a new reminder always has its first fire
-        local = compose.fires(r.rule_kind, r.rule, r.tz, r.dtstart, r.fire_at, count)
-        return convert.preview(r.tz, local, compose.add_notes(r, self.settings, now, req.at))
+        local = add.fires(r.rule_kind, r.rule, r.tz, r.dtstart, r.fire_at, count)
+        return from_records.preview(r.tz, local, add.add_notes(r, self.settings, now, req.at))
 
     def import_lines(
         self,
@@ -211,8 +225,8 @@ class Queue:
         """
         now = _now()
         counted = None if progress is None else _checking(progress)
-        with importer.gc_paused():
-            parsed = importer.parse_lines(
+        with import_lines.gc_paused():
+            parsed = import_lines.parse_lines(
                 lines,
                 self.settings.tz,
                 now,
@@ -224,8 +238,10 @@ class Queue:
                     progress("writing", 0)
                 # The spool is read back a chunk at a time, inside the one transaction.
                 store = self._open()
-                imported, skipped = ops.import_reminders(store, spool, now)
-        return convert.imported(imported, skipped, [*self._created_notes(store), *parsed.notes])
+                imported, skipped = import_lines.write(store, spool, now)
+        return from_records.imported(
+            imported, skipped, [*self._created_notes(store), *parsed.notes]
+        )
 
     def init(self) -> Initialized:
         """Create the database if it does not exist (an SQLite file and its directories, owner
@@ -233,7 +249,7 @@ class Queue:
         as `duequeue init` does. `tick` and `worker` never create one."""
         store = self._open_new(create=True)
         try:
-            return convert.initialized(self.location, store.created)
+            return from_records.initialized(self.location, store.created)
         finally:
             store.close()
 
@@ -250,12 +266,7 @@ class Queue:
             _positive(limit, "limit")
         store = self._open()
         now, clock = _queue_clock(store, self.settings)
-        try:
-            summary = service.run_tick(store, self.settings, now, clock, limit)
-        except DatabaseLostError as exc:
-            exc.summary = convert.tick_summary(exc.summary, now)
-            raise
-        return convert.tick_summary(summary, now)
+        return tick.run(store, self.settings, now, clock, limit)
 
     def worker(
         self,
@@ -284,11 +295,11 @@ class Queue:
             store = self._open_new()
             try:
                 now, clock = _queue_clock(store, self.settings)
-                summary = service.run_tick(store, self.settings, now, clock, limit)
+                summary = tick.run(store, self.settings, now, clock, limit)
             finally:
                 store.close()
             if on_tick is not None:
-                on_tick(convert.tick_summary(summary, now))
+                on_tick(summary)
             return summary.stopped_by
 
         worker.Worker(interval.total_seconds(), one_tick, on_error or _ignore).run()
@@ -309,7 +320,7 @@ class Queue:
             raise BadInputError(f"{view!r} is not one of {', '.join(_VIEWS)}", field="view")
         if limit is not None:
             _positive(limit, "limit")
-        found = service.inspect(
+        found = inspect.reminders(
             self._open(),
             view,
             _now(),
@@ -317,27 +328,27 @@ class Queue:
             subject_like=subject_like,
             target_like=target_like,
         )
-        return [convert.reminder(v) for v in found]
+        return [from_records.reminder(v) for v in found]
 
     def next_fires(self, id: int, count: int = 5) -> Fires:
         """Return a reminder's next `count` fires, the pending one first (`duequeue next`)."""
         _id(id, "id")
         _positive(count, "count")
-        view, local = service.next_fires(self._open(), id, count)
-        return convert.next_fires(view, local)
+        view, local = inspect.next_fires(self._open(), id, count)
+        return from_records.next_fires(view, local)
 
     def history(self, id: int) -> History:
         """Return a reminder's delivery attempts, dead letters and per-target retries."""
         _id(id, "id")
-        return convert.history(ops.history(self._open(), id))
+        return from_records.history(inspect.history(self._open(), id))
 
     def stats(self, *, prometheus: str | os.PathLike[str] | None = None) -> Stats:
         """Count reminders by state, what is due and recent deliveries; with `prometheus`, also
         write them to that file in the node_exporter textfile format, atomically."""
         now = _now()
-        found = convert.stats(ops.stats(self._open(), now), now)
+        found = from_records.stats(inspect.stats(self._open(), now), now)
         if prometheus is not None:
-            metrics.write_atomically(Path(prometheus), metrics.prometheus_text(found))
+            _prometheus.write_atomically(Path(prometheus), _prometheus.text(found))
         return found
 
     def overview(self) -> Overview:
@@ -345,7 +356,7 @@ class Queue:
         last 15 minutes' deliveries, deliveries per minute over the last 24 h (sent / failed)
         and fires due per hour over the next 24 h."""
         now = _now()
-        return convert.overview(ops.dashboard(self._open(), now), now)
+        return from_records.overview(inspect.overview(self._open(), now), now)
 
     def browse(
         self,
@@ -368,8 +379,8 @@ class Queue:
             raise BadInputError(f"at most 1000, not {limit}", field="limit")
         if search is not None and len(search) > 255:
             raise BadInputError("at most 255 characters", field="search")
-        found, cursor = ops.browse(self._open(), state, search or None, before, limit, _now())
-        return convert.page(found, cursor)
+        found, cursor = inspect.browse(self._open(), state, search or None, before, limit, _now())
+        return from_records.page(found, cursor)
 
     # -- changing ----------------------------------------------------------------------------
 
@@ -391,8 +402,8 @@ class Queue:
         Recorded in `history`.
         """
         _id(id, "id")
-        view, notes = change.reschedule(self._open(), id, at, tz, rrule, cron, _now())
-        return convert.changed(view, notes)
+        view, notes = reschedule_edit.reschedule(self._open(), id, at, tz, rrule, cron, _now())
+        return from_records.changed(view, notes)
 
     def edit(
         self,
@@ -417,10 +428,10 @@ class Queue:
         reminder (try again), or when it is done or cancelled. Recorded in `history`.
         """
         _id(id, "id")
-        new = compose.new_targets(
+        new = add.new_targets(
             emails, webhooks, notify, targets, webhook_secret, self.settings.by_name()
         )
-        view = change.edit(
+        view = reschedule_edit.edit(
             self._open(),
             id,
             _now(),
@@ -430,7 +441,7 @@ class Queue:
             data_json=data_json,
             targets=new,
         )
-        return convert.changed(view, ())
+        return from_records.changed(view, ())
 
     def retry(self, *ids: int, all_dead: bool = False) -> list[Change]:
         """Re-arm the dead fires of the reminders `ids`, or of every one with `all_dead`."""
@@ -441,37 +452,39 @@ class Queue:
             )
         if ids:
             _some(ids)
-        return convert.changes(ops.retry(self._open(), ids, all_dead, _now()))
+        return from_records.changes(cancel_retry_prune.retry(self._open(), ids, all_dead, _now()))
 
     def cancel(self, *ids: int) -> list[Change]:
         """Cancel reminders so they never fire again (`inspect("all")` still lists them)."""
         _some(ids)
-        return convert.changes(ops.cancel(self._open(), ids, _now()))
+        return from_records.changes(cancel_retry_prune.cancel(self._open(), ids, _now()))
 
     def enable(self, *ids: int) -> list[Change]:
         """Switch back on the targets disabled after their endpoint answered 410 Gone."""
         _some(ids)
-        return convert.changes(ops.enable(self._open(), ids, _now()))
+        return from_records.changes(cancel_retry_prune.enable(self._open(), ids, _now()))
 
     def prune(self, older_than: str | timedelta, *, dry_run: bool = False) -> PruneCounts:
         """Delete finished reminders and ledger rows older than `older_than` (`30d` or a
         timedelta); a dead fire stays until it is retried or its reminder cancelled."""
         age = _duration(older_than, "older_than")
         now = _now()
-        counts = ops.prune(self._open(), age, now, dry_run)
-        return convert.prune_counts(counts, now - age, dry_run)
+        counts = cancel_retry_prune.prune(self._open(), age, now, dry_run)
+        return from_records.prune_counts(counts, now - age, dry_run)
 
     def recompute(self, *, dry_run: bool = False) -> Recomputed:
         """Compute again, from what the user meant, every pending fire an older tz data release
         computed, as the next tick would (`duequeue recompute`); with `dry_run`, list what would
         move and write nothing. Each moved fire is kept in `history`."""
-        return convert.recomputed(ops.recompute(self._open(), _now(), dry_run), dry_run)
+        return from_records.recomputed(
+            cancel_retry_prune.recompute(self._open(), _now(), dry_run), dry_run
+        )
 
     def migrate(self, to: str) -> Migrated:
         """Copy this queue's SQLite database into the empty PostgreSQL database `to`, ids and
         all, in one transaction (`duequeue migrate`)."""
-        copied = service.migrate(self.settings.db, to)
-        return convert.migrated(self.settings.db, safe_url(to), copied)
+        copied = migrate.copy(self.settings.db, to)
+        return from_records.migrated(self.settings.db, safe_url(to), copied)
 
     # -- the setup ---------------------------------------------------------------------------
 
@@ -484,7 +497,7 @@ class Queue:
     def config(self) -> ConfigReport:
         """Return the effective settings, secrets masked, and where each came from."""
         tz_data = zones.in_use().describe()
-        return convert.config_report(self.settings, self._origins, tz_data)
+        return from_records.config_report(self.settings, self._origins, tz_data)
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -537,7 +550,7 @@ def check_setup(
 
 
 def _doctor(load: Callable[[], Settings]) -> DoctorReport:
-    return convert.doctor_report(
+    return from_records.doctor_report(
         doctor.run(load, lambda db: open_store(db, create=False), _clock_ms)
     )
 

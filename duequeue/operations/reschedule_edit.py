@@ -4,11 +4,18 @@ the store apply it only while no tick holds the reminder (store/change_sql.py sa
 from datetime import datetime, timedelta
 from typing import Any
 
-from duequeue import compose, validate
 from duequeue.channels import registry
 from duequeue.errors import BadInputError, NotFoundError
-from duequeue.store.base import Edit, NewSchedule, NewTarget, ReminderView, Store
-from duequeue.timefmt import iso, to_ms
+from duequeue.operations import add
+from duequeue.rules import validate
+from duequeue.shared.timefmt import iso, to_ms
+from duequeue.store.records import (
+    Edit,
+    NewSchedule,
+    NewTarget,
+    ReminderView,
+)
+from duequeue.store.store import Store
 
 
 def reschedule(
@@ -22,7 +29,7 @@ def reschedule(
 ) -> tuple[ReminderView, list[str]]:
     """Move a reminder's pending fire (and its rule or zone); return it changed, and notes."""
     view = _get(store, reminder_id)
-    new, notes = compose.new_schedule(view, at, tz, rrule, cron, now)
+    new, notes = add.new_schedule(view, at, tz, rrule, cron, now)
     store.change(
         reminder_id, Edit(_seen(view), _schedule_note(view, new), schedule=new), to_ms(now)
     )

@@ -2,10 +2,10 @@
 
 Plain frozen data: every instant is an aware `datetime` in UTC, every span a `timedelta`. No
 secret is in them: a webhook's own signing secret is only `has_secret`, and an address is given
-both as stored and as fit to print (`display`: a notify URL with its tokens masked). convert.py
-makes them from the store's records; front ends (the CLI, serve) render them. `TickSummary` is
-defined in tick_summary.py and shown here: cron's plain tick builds one every minute and loads
-that module alone.
+both as stored and as fit to print (`display`: a notify URL with its tokens masked).
+from_records.py makes them from the store's records; front ends (the CLI, serve) render them.
+`TickSummary` is the engine's own (engine/summary.py, with its tick line and JSON form), shown
+here: cron's plain tick builds one every minute and loads that small module alone.
 """
 
 __all__ = [
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from duequeue.tick_summary import TickSummary
+from duequeue.engine.summary import TickSummary
 
 View = Literal["dead", "due", "pending", "all"]
 State = Literal["pending", "done", "dead", "cancelled"]

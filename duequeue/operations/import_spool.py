@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
-from duequeue.store.base import NewReminder, NewTarget
+from duequeue.store.records import NewReminder, NewTarget
 
 # The fields of a spooled reminder, in NewReminder's order, targets as (channel, address) pairs
 # (and a third item, the secret, for a webhook that has its own).

@@ -1,19 +1,20 @@
-"""What `add` takes, made into a reminder: a request as given (to Queue.add, on an import line)
-checked field by field into a reminder ready to store, what the user should know about it, and
-its first fires. Nothing here touches the store."""
+"""What `add` does: a request as given (to Queue.add, on an import line) checked field by field
+into a reminder ready to store, what the user should know about it, its first fires, and the
+write. reschedule, edit and import check times and targets by these same rules."""
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from duequeue import validate
 from duequeue.channels import registry
-from duequeue.config import Settings
+from duequeue.config.settings import Settings
 from duequeue.errors import BadInputError
+from duequeue.rules import validate
 from duequeue.schedule import rules as schedule
-from duequeue.store.base import NewReminder, NewSchedule, NewTarget, ReminderView
-from duequeue.timefmt import from_ms, iso, parse_duration, to_ms
+from duequeue.shared.timefmt import from_ms, iso, parse_duration, to_ms
+from duequeue.store.records import NewReminder, NewSchedule, NewTarget, ReminderView
+from duequeue.store.store import Store
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -405,3 +406,9 @@ def new_targets(
             )
         return None
     return _targets(req, settings)
+
+
+def write(store: Store, reminder: NewReminder, now: datetime) -> tuple[int, bool]:
+    """Store a reminder build_reminder made; return (id, created). A live key with the same
+    content is not an error: nothing is written and the existing id comes back."""
+    return store.add(reminder, to_ms(now))

@@ -8,11 +8,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from duequeue import validate
-from duequeue.compose import AddRequest, build_reminder
 from duequeue.errors import BadInputError
-from duequeue.spool import Spool
-from duequeue.store.base import NewReminder
+from duequeue.operations.add import AddRequest, build_reminder
+from duequeue.operations.import_spool import Spool
+from duequeue.rules import validate
+from duequeue.shared.timefmt import to_ms
+from duequeue.store.records import NewReminder
+from duequeue.store.store import Store
 
 # The fields of a line: Queue.add's keyword arguments, spelled the same.
 FIELDS = (
@@ -183,3 +185,9 @@ def _pairs(obj: dict[str, Any]) -> tuple[tuple[str, str], ...]:
         raise BadInputError("expected a list of [channel, address] pairs", field="targets")
     # build_reminder checks each pair and names the bad one (`targets[1]`).
     return tuple(tuple(v) if isinstance(v, list) else v for v in value)
+
+
+def write(store: Store, reminders: Iterable[NewReminder], now: datetime) -> tuple[int, int]:
+    """Store validated reminders in one transaction; return (imported, skipped): a reminder
+    whose key exists already is skipped."""
+    return store.add_many(reminders, to_ms(now))

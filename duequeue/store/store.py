@@ -1,8 +1,10 @@
-"""The one SQL store: every Store method written once, over a Backend (backend.py).
+"""The store: where reminders, targets and the delivery ledger live, on any database.
 
-Each method is one transaction of the backend's, around a function that runs the SQL written once
-for every dialect (claim_sql, commit_sql, add_sql, reads, ops_sql, retries). What differs between
-databases is the backend's (connections, transactions, errors, health) or its Dialect's (data).
+One class, `Store`, whose docstrings are the contract every database must keep: each method is
+one transaction of its Backend's (backend.py), around a function that runs the SQL written once
+for every dialect (claim_sql, commit_sql, add_sql, reads, ops_sql, retries, tz_sql). What
+differs between databases is the backend's (connections, transactions, errors, health, whose
+clock judges what is due) or its Dialect's (data). The records that cross it are records.py's.
 """
 
 import dataclasses
@@ -22,7 +24,7 @@ from duequeue.store import (
 )
 from duequeue.store import rows as shared
 from duequeue.store.backend import Backend
-from duequeue.store.base import (
+from duequeue.store.records import (
     BrowseState,
     Change,
     Claim,
@@ -42,7 +44,6 @@ from duequeue.store.base import (
     Resolution,
     StaleFire,
     Stats,
-    Store,
     View,
 )
 from duequeue.store.sql import Run
@@ -50,12 +51,20 @@ from duequeue.store.sql import Run
 T = TypeVar("T")
 
 
-class SQLStore(Store):
-    """A Store on one database, through its backend."""
+class Store:
+    """The persistence contract of duequeue, on one database through its backend.
+
+    Every method is one transaction: it either happens whole or not at all. Claiming leases rows so
+    that concurrent ticks never hold the same row; writing back succeeds only while the lease is
+    still held by the same owner. All times are unix milliseconds; `now` is always an argument.
+    """
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.dialect = backend.dialect
+        # Whether opening this store made a new database (an SQLite file): `init`, `add` and
+        # `import` then say where, so a mistyped path is seen at once.
+        self.created = backend.created
 
     def _write(self, work: Callable[[Run], T], what: str, *, repeatable: bool = True) -> T:
         return self.backend.transact(work, what=what, write=True, repeatable=repeatable)
@@ -64,24 +73,38 @@ class SQLStore(Store):
         return self.backend.transact(work, what=what, write=False)
 
     def close(self) -> None:
+        """Release the connection."""
         self.backend.close()
 
     def interrupt(self) -> None:
-        cut = getattr(self.backend, "interrupt", None)
-        if cut is not None:
-            cut()
+        """Cut short a call another thread is waiting in, and fail every later call at once.
+
+        For a tick whose deadline passed while the database does not answer (a link cut in a
+        way no timeout notices). Safe from any thread. A backend whose calls are bounded by
+        their own timeouts (SQLite's busy timeout) does nothing.
+        """
+        self.backend.interrupt()
 
     def note_tick(self, host: str, host_ms: int) -> int | None:
-        note = getattr(self.backend, "note_tick", None)
-        return None if note is None else int(note(host, host_ms))
+        """Note that `host` (whose clock reads `host_ms`) ticks now; return the instant the
+        tick judges what is due by: the database server's clock on a shared database, None
+        where the host's own clock is the queue's (SQLite: one host). One round trip."""
+        return self.backend.note_tick(host, host_ms)
 
     def server_ms(self) -> int | None:
-        read = getattr(self.backend, "server_ms", None)
-        return None if read is None else int(read())
+        """Return the clock that judges what is due on a shared database (its server's, in unix
+        ms), or None where the host's own clock is the queue's (SQLite: one host)."""
+        return self.backend.server_ms()
 
     # -- a tick's -----------------------------------------------------------------------------
 
     def claim(self, now: int, limit: int, max_errors: int, lease_ms: int, owner: str) -> list[Fire]:
+        """Lease up to `limit` due rows, oldest due first, for `owner` until now + lease_ms, and
+        up to `limit` due target retries; return their fires with their ledger, rows first.
+
+        A due row: next_fire_at <= now, error_count < max_errors, no live lease. A due target
+        retry: next_try_at <= now, no live lease.
+        """
         d = self.dialect
         if d.read_before_claim:
             # The usual tick (nothing due) then never takes the write lock.
@@ -102,6 +125,13 @@ class SQLStore(Store):
         resolutions: Sequence[Resolution],
         releases: Sequence[Claim],
     ) -> Committed:
+        """Record delivery attempts, apply resolutions and release claims, in that order, in
+        one transaction (store/commit_sql.py has the order and why).
+
+        A record is a fact and always lands (a second `sent` of one target and fire, or the
+        same attempt again, is a no-op); a resolution or release applies only while `owner`
+        still holds its claim's lease.
+        """
         # Repeatable: a record already there is not added again, and a resolution or release
         # that did commit cleared our lease, so a repeat finds nothing more to change.
         return self._write(
@@ -114,6 +144,12 @@ class SQLStore(Store):
     # -- zone rules changes -------------------------------------------------------------------
 
     def stale_fires(self, release: str, now: int, max_errors: int) -> bool:
+        """Return whether a pending row's fire was computed by a release older than `release`,
+        or the queue has not recorded `release` yet.
+
+        Two index probes: what every tick pays to notice a tz data update (a store that reads
+        before it claims makes that read first, `now` and `max_errors` being the claim's).
+        """
         d = self.dialect
 
         def work(run: Run) -> bool:
@@ -128,17 +164,23 @@ class SQLStore(Store):
     def lease_stale(
         self, release: str, now: int, limit: int, lease_ms: int, owner: str
     ) -> list[StaleFire]:
+        """Lease up to `limit` pending rows computed by a release older than `release` and not
+        leased by anyone, as a claim leases (lowest release, then id, first)."""
         return self._write(
             lambda run: tz_sql.lease(run, self.dialect, release, now, limit, lease_ms, owner),
             "recompute",
         )
 
     def read_stale(self, release: str, after_id: int, limit: int) -> list[StaleFire]:
+        """Return up to `limit` such rows with id > after_id, leased or not, leasing nothing."""
         return self._read(
             lambda run: tz_sql.read(run, self.dialect, release, after_id, limit), "recompute"
         )
 
     def refire(self, owner: str, release: str, now: int, refires: Sequence[Refire]) -> int:
+        """Write rows computed again under `release` while `owner` still holds their lease,
+        release them, record each moved fire, and raise the queue's tz release to `release`
+        (never lower it); return how many fires moved."""
         # Not repeatable: a repeat after a lost commit would record its moves twice; the
         # leases then run out and the rows are taken again.
         return self._write(
@@ -148,27 +190,39 @@ class SQLStore(Store):
         )
 
     def stale_zones(self, release: str) -> list[tuple[str, str, str | None]]:
+        """Return each (older release, zone) that pending rows computed by a release older than
+        `release` hold, with the digest of the zone's rules recorded under that release."""
         return self._read(lambda run: tz_sql.stale_zones(run, self.dialect, release), "recompute")
 
     def record_digests(self, release: str, digests: dict[str, str]) -> None:
+        """Record the digest of each zone's rules under `release` (a recorded one is kept) and
+        raise the queue's tz release to `release` (never lower it)."""
         self._write(
             lambda run: tz_sql.record_digests(run, self.dialect, release, digests), "recompute"
         )
 
     def bump_release(self, old: str, tz: str, release: str, now: int, limit: int) -> int:
+        """Mark up to `limit` pending rows of zone `tz` computed by `old`, and not held by a
+        tick, as computed by `release`, changing nothing else; return how many."""
         return self._write(
             lambda run: tz_sql.bump(run, self.dialect, old, tz, release, now, limit), "recompute"
         )
 
     def queue_release(self) -> str | None:
+        """Return the newest tz release the queue's fires were computed with, if recorded."""
         return self._read(lambda run: tz_sql.queue_release(run, self.dialect), "tz release")
 
     def fire_moves(self, reminder_id: int) -> list[FireMove]:
+        """Return a reminder's fires moved by zone rules changes, oldest first."""
         return self._read(lambda run: tz_sql.moves(run, self.dialect, reminder_id), "fire moves")
 
     # -- adding -------------------------------------------------------------------------------
 
     def add(self, reminder: NewReminder, now: int) -> tuple[int, bool]:
+        """Insert a reminder with its targets; return (id, created).
+
+        With a key that already exists nothing is written and (existing id, False) is returned.
+        """
         # Without a key, a repeat after a lost commit could add the reminder twice.
         return self._write(
             lambda run: add_sql.add(run, self.dialect, reminder, now),
@@ -177,6 +231,12 @@ class SQLStore(Store):
         )
 
     def add_many(self, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
+        """Insert reminders with their targets in one transaction; return (added, skipped).
+
+        A reminder whose key already exists (in the store or earlier in the batch) is skipped,
+        as `add` does; any other failure writes nothing. `reminders` is read a chunk at a time
+        (ADD_CHUNK), never held whole, so it may be a stream of any length.
+        """
         # Keyless reminders would be added twice by a repeat after a lost commit, and a stream
         # (import's spool) is not checked for keys: that would read it all once more.
         keyed = isinstance(reminders, Sequence) and all(r.key is not None for r in reminders)
@@ -197,42 +257,59 @@ class SQLStore(Store):
         subject_like: str | None = None,
         target_like: str | None = None,
     ) -> list[ReminderView]:
+        """List reminders for `inspect`: dead fires, due, pending, or all rows.
+
+        Only `all` includes cancelled rows; `dead` lists dead fires not yet retried. The filters
+        are SQL LIKE patterns (`%` any run, `_` one character), case-insensitive for ASCII:
+        `subject_like` on the subject, `target_like` on any target's address.
+        """
         return self._read(
             lambda run: reads.view(run, self.dialect, view, now, limit, subject_like, target_like),
             "inspect",
         )
 
     def get(self, reminder_id: int) -> ReminderView | None:
+        """Return one reminder, or None when no row has that id."""
         return self._read(lambda run: reads.get(run, self.dialect, reminder_id), "get")
 
     def deliveries(self, reminder_id: int) -> list[DeliveryRecord]:
+        """Return every ledger row of a reminder, oldest first."""
         return self._read(
             lambda run: reads.deliveries(run, self.dialect, reminder_id), "reading the ledger"
         )
 
     def dead_letters(self, reminder_id: int) -> list[DeadLetter]:
+        """Return every dead letter of a reminder, retried ones too, oldest fire first."""
         return self._read(
             lambda run: reads.dead_letters(run, self.dialect, reminder_id), "reading dead letters"
         )
 
     def pending_retries(self, reminder_id: int) -> list[PendingRetry]:
+        """Return a reminder's per-target retries still under way, oldest fire first."""
         return self._read(
             lambda run: retries.pending(run, self.dialect, reminder_id), "reading retries"
         )
 
     def stats(self, now: int) -> Stats:
+        """Count rows by state, due rows and recent ledger outcomes at instant `now`."""
         d = self.dialect
 
         def work(run: Run) -> Stats:
             if d.snapshot:
                 run(d.snapshot, {})  # one snapshot, so the counts agree with each other
             found = ops_sql.stats(run, d, now)
-            hosts = getattr(self.backend, "hosts", None)
-            return found if hosts is None else dataclasses.replace(found, hosts=hosts(run, now))
+            hosts = self.backend.hosts(run, now)
+            return dataclasses.replace(found, hosts=hosts) if hosts else found
 
         return self._read(work, "stats")
 
     def change(self, reminder_id: int, edit: Edit, now: int) -> None:
+        """Apply a reschedule or an edit and record it for history, in one transaction.
+
+        Raise NotFoundError for an unknown id, ChangeRefusedError (nothing written) when the
+        reminder is cancelled or done (or dead, for a new schedule), when a tick holds it or one
+        of its target retries, or when its pending fire is no longer `edit.seen`.
+        """
         # Not repeatable: a repeat after a lost commit would find the pending fire moved (by
         # this very change) and refuse, reporting a change that did happen as refused.
         self._write(
@@ -242,15 +319,19 @@ class SQLStore(Store):
         )
 
     def changes(self, reminder_id: int) -> list[tuple[int, str]]:
+        """Return the changes recorded for a reminder, oldest first: (at, what)."""
         return self._read(
             lambda run: change_sql.changes(run, self.dialect, reminder_id), "reading changes"
         )
 
     def mark_tick(self, now: int) -> None:
+        """Record that a tick started at `now` ended without error (kept if a later one is)."""
         # Repeatable: the mark only ever moves forward.
         self._write(lambda run: ops_sql.mark_tick(run, self.dialect, now), "marking the tick")
 
     def dashboard(self, now: int, recent_ms: int) -> Dashboard:
+        """Return stats and serve's overview reads at `now`, in one snapshot; the lateness is of
+        first attempts recorded within `recent_ms` of `now`."""
         d = self.dialect
 
         def work(run: Run) -> Dashboard:
@@ -263,25 +344,33 @@ class SQLStore(Store):
     def browse(
         self, state: BrowseState, search: str | None, before: int | None, limit: int, now: int
     ) -> tuple[list[ReminderView], int | None]:
+        """Return a page of reminders in `state`, newest id first, with ids below `before`
+        (None: from the newest), and the `before` of the next page (None: this is the last).
+        `search` matches part of the subject, key or a target address, case-insensitively."""
         return self._read(
             lambda run: dashboard_sql.browse(run, self.dialect, state, search, before, limit, now),
             "listing reminders",
         )
 
     def pending_channels(self) -> set[str]:
+        """Return the channels (`email`, `webhook`) of the targets of pending reminders."""
         return self._read(lambda run: reads.pending_channels(run, self.dialect), "pending channels")
 
     def target_secrets(self, limit: int) -> list[tuple[int, str]]:
+        """Return up to `limit` (reminder id, secret) of webhooks with their own secret, of
+        reminders not done or cancelled, for `doctor`."""
         return self._read(
             lambda run: reads.target_secrets(run, self.dialect, limit), "webhook secrets"
         )
 
     def notify_addresses(self, limit: int) -> list[str]:
+        """Return up to `limit` distinct notify target URLs, for `doctor`."""
         return self._read(
             lambda run: reads.notify_addresses(run, self.dialect, limit), "notify targets"
         )
 
     def health(self) -> list[HealthCheck]:
+        """Check the database itself (schema version, integrity, journal mode) for `doctor`."""
         return self._read(self.backend.health, "health checks")
 
     # -- the operator's changes ---------------------------------------------------------------
@@ -289,12 +378,34 @@ class SQLStore(Store):
     # changes nothing more (it may then report the rows as skipped).
 
     def cancel(self, ids: Sequence[int], now: int) -> list[Change]:
+        """Mark reminders cancelled (next_fire_at NULL, lease dropped) so they never fire again.
+
+        Dropping the lease makes a running tick's write-back of the row fail, so cancellation
+        wins over it. Its per-target retries are dropped with it (even a finished one-shot's).
+        Rows already cancelled are skipped with a reason, and so are finished (done) rows
+        with no per-target retry left.
+        Raise NotFoundError, writing nothing, if an id names no reminder.
+        """
         return self._write(lambda run: ops_sql.cancel(run, self.dialect, ids, now), "cancel")
 
     def retry_dead(self, ids: Sequence[int] | None, now: int) -> list[Change]:
+        """Re-arm dead fires: the row's pending fire becomes its oldest dead fire not yet
+        retried, due at `now` with error_count 0, and that dead letter gets retried_at = now.
+
+        `ids` None means every reminder with such a dead letter. A row is skipped with a reason
+        when it has no dead fire to retry, is cancelled, is leased by a tick, or has a pending
+        fire already due (a recurring row's regular fire, or a fire re-armed before): re-arming
+        then would drop that fire. Raise NotFoundError, writing nothing, if an id names no
+        reminder. A later claim of the re-armed fire has `rearmed` set and ignores `permanent`
+        outcomes recorded before the retry; targets already `sent` stay sent. Per-target
+        retries of the re-armed fire are folded into it (the row now delivers them), and a row
+        with one of them leased by a tick is skipped like a leased row.
+        """
         return self._write(lambda run: ops_sql.retry_dead(run, self.dialect, ids, now), "retry")
 
     def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
+        """Switch disabled targets of these reminders back on; a reminder with none is skipped
+        with a reason. Raise NotFoundError, writing nothing, if an id names no reminder."""
         d = self.dialect
 
         def work(run: Run) -> list[Change]:
@@ -304,6 +415,15 @@ class SQLStore(Store):
         return self._write(work, "enable")
 
     def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:
+        """Delete what finished before `before`; return the counts (nothing deleted on dry_run).
+
+        Removed: ledger rows recorded before `before`, except those of a fire that may still be
+        delivered (a row's pending fire, a dead fire not yet retried), which keep it from being
+        sent twice; done rows finished before `before` that hold no dead fire awaiting retry;
+        cancelled rows cancelled before `before`, with their ledger and dead letters. Never
+        pending rows, dead one-shots, or dead fires not yet retried of rows not cancelled.
+        """
+
         def work(run: Run) -> PruneCounts:
             counts = ops_sql.prune(run, self.dialect, before)
             if dry_run:

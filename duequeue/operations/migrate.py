@@ -1,0 +1,28 @@
+"""What `migrate` does: an SQLite database copied into an empty PostgreSQL one (store/copy.py)."""
+
+from typing import TYPE_CHECKING
+
+from duequeue.errors import BadInputError
+from duequeue.shared.lazy import LazyModule
+from duequeue.store import is_postgres_url, postgres_module
+
+if TYPE_CHECKING:
+    from duequeue.store import copy as store_copy
+    from duequeue.store.copy import Copied
+else:
+    # Loaded on first use, by migrate alone: the copy needs psycopg.
+    store_copy = LazyModule("duequeue.store.copy")
+
+
+def copy(db: str, to: str) -> "Copied":
+    """Copy the SQLite database `db` into the empty PostgreSQL database `to`."""
+    if is_postgres_url(db):
+        raise BadInputError(
+            "migrate copies from an SQLite file, not a postgresql:// URL", field="db"
+        )
+    if not is_postgres_url(to):
+        raise BadInputError(
+            "give the postgresql:// URL of an empty database to copy into", field="to"
+        )
+    postgres_module()  # a clear error when psycopg is missing
+    return store_copy.sqlite_to_postgres(db, to)

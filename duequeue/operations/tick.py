@@ -1,0 +1,41 @@
+"""What `tick` (and each of `worker`'s ticks) does between `duequeue.Queue` and the engine: the
+effective settings made into the tick's options, one tick, then the mark `stats` reads."""
+
+import contextlib
+from collections.abc import Callable
+from datetime import datetime
+
+from duequeue.config.settings import Settings
+from duequeue.engine.summary import TickSummary
+from duequeue.engine.tick import HelperOptions, TickOptions, tick
+from duequeue.errors import StoreBusyError
+from duequeue.shared.timefmt import to_ms
+from duequeue.store.store import Store
+
+
+def run(
+    store: Store, settings: Settings, now: datetime, clock: Callable[[], int], limit: int | None
+) -> TickSummary:
+    """Run one tick with the effective settings."""
+    options = TickOptions(
+        limit=limit or settings.tick_limit,
+        lease_ms=settings.lease_ms,
+        budget_s=settings.tick_budget,
+        policy=settings.retry_policy,
+        webhook_concurrency=settings.concurrency,
+        webhook_per_host=settings.webhook_per_host,
+        channel_timeout=settings.channel_timeout,
+        settings=settings.by_name(),
+        busy_timeout_s=settings.busy_timeout,
+        # The helper reopens the store the way the CLI opened it.
+        commit_helper=HelperOptions(
+            settings.db, settings.busy_timeout, settings.commit_helper_rows
+        ),
+    )
+    summary = tick(store, to_ms(now), options, clock)
+    # One small write, so `stats --prometheus` can tell when ticks stopped. The tick's work is
+    # done and written back; a database too busy for the mark lets the gauge lag one tick
+    # rather than fail a tick that delivered.
+    with contextlib.suppress(StoreBusyError):
+        store.mark_tick(to_ms(now))
+    return summary
