@@ -520,6 +520,7 @@ class _Tick:
                     ledger.attempts + 1,
                     at,
                     standing.retry_at,
+                    outcome.gone,
                 )
             )
             if outcome.status == "sent":
