@@ -229,22 +229,24 @@ class _Fire:
 
     def __init__(self, fire: Fire) -> None:
         self.fire = fire
-        self.at: Any = None  # the fire's instant and data, as a message carries them: message()
+        self.at: Any = None  # the fire's instant and data, as a message carries them: read()
         self.data: Any = None
         self.standings: list[settle.Standing] = [settle.UNTRIED] * len(fire.targets)
         self.left = len(fire.targets)  # targets still to settle
         self.broken = False  # an unexpected error: its claim is handed back at the tick's end
         self.last_at = 0  # when this tick's last attempt of the fire ended (its ledger `at`)
 
+    def read(self) -> None:
+        """Read what the fire's messages carry from the stored row, once; raise if the row
+        cannot be read (tick._start sets such a fire aside as a dead letter)."""
+        fire = self.fire
+        if fire.data is not None:
+            self.data = json.loads(fire.data)
+        self.at = from_ms(fire.fire_at)
+
     def message(self, target: Target) -> Any:
         """Return the fire as the message one of its targets gets."""
         fire = self.fire
-        if self.at is None:
-            # Parsed once a fire, when its first target is sent: stored data that no longer
-            # parses breaks that fire alone (tick._broke), not the batch.
-            if fire.data is not None:
-                self.data = json.loads(fire.data)
-            self.at = from_ms(fire.fire_at)
         return channel_base.Message(
             fire.reminder_id,
             self.at,
@@ -442,6 +444,15 @@ class _Tick:
         else:
             s.target_retries += 1
         f = _Fire(fire)
+        try:
+            f.read()
+        except Exception as exc:
+            # A row whose stored data no longer reads (written by hand, or by a broken tool)
+            # would fail the same way every minute: set aside as a dead letter saying why,
+            # before any target is sent, and the rest of the batch goes on.
+            why = f"cannot read the reminder's stored data: {type(exc).__name__}: {exc}"
+            self.committer.resolve(settle.set_aside(fire, why, self.now))
+            return
         self.open[fire.claim] = f
         rules = self.options.policy
         for i, target in enumerate(fire.targets):
@@ -459,7 +470,8 @@ class _Tick:
         takes the next one; a worker finishing a send takes over the next target parked on that
         endpoint.
         """
-        bound = registry.get(channel).endpoint
+        known = registry.find(channel)  # None: a channel only other hosts know; sends fail
+        bound = None if known is None else known.endpoint
         slots = self.slots if bound is not None else None
         while True:
             if not queue:
@@ -658,7 +670,10 @@ class _Tick:
 
     def _pool(self, channel: str) -> int:
         """Return how many sends of `channel` run at once: its own pool size, or the tick's."""
-        return registry.get(channel).workers or self.options.webhook_concurrency
+        known = registry.find(channel)
+        if known is None:
+            return 1  # a channel this host does not know: each send fails at once
+        return known.workers or self.options.webhook_concurrency
 
     def _endpoint_slots(self) -> endpoints.EndpointSlots[_Job] | None:
         """Return the per-endpoint bound of the webhook workers; None when it cannot bind."""
