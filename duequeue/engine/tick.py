@@ -170,9 +170,18 @@ class _Counts:
 
 
 def tick(
-    store: Store, now: int, options: TickOptions, clock: Callable[[], int], owner: str | None = None
+    store: Store,
+    now: int,
+    options: TickOptions,
+    clock: Callable[[], int],
+    owner: str | None = None,
+    hold: contextlib.ExitStack | None = None,
 ) -> TickSummary:
-    """Run one tick at instant `now` (ms); `clock` stamps ledger rows with the real send time."""
+    """Run one tick at instant `now` (ms); `clock` stamps ledger rows with the real send time.
+
+    Once rows are claimed, SIGTERM/SIGINT are held (stopsignal.held) until the tick returns, or,
+    given `hold`, until the caller closes it: a front end prints the summary first.
+    """
     owner = owner or uuid.uuid4().hex
     with _rare_collections():
         # The first claim runs here, before any thread or event loop: the tick with nothing due
@@ -187,7 +196,9 @@ def tick(
             lost = "the claim answered too late"
             late = TickSummary(at=from_ms(now), claimed=len(first), batches=1, lost=lost)
             raise DatabaseLostError(f"{lost}: its lease was ending", late)
-        return _Tick(store, now, options, clock, owner).run(first)
+        with contextlib.ExitStack() as mine:
+            stops = (hold or mine).enter_context(stopsignal.held())
+            return _Tick(store, now, options, clock, owner, stops).run(first)
 
 
 def _margin_ms(options: TickOptions) -> int:
@@ -265,7 +276,13 @@ class _Tick:
     """The state of one tick past its first claim."""
 
     def __init__(
-        self, store: Store, now: int, options: TickOptions, clock: Callable[[], int], owner: str
+        self,
+        store: Store,
+        now: int,
+        options: TickOptions,
+        clock: Callable[[], int],
+        owner: str,
+        stops: stopsignal.Stops,
     ) -> None:
         self.store, self.now, self.options, self.clock, self.owner = (
             store,
@@ -274,6 +291,7 @@ class _Tick:
             clock,
             owner,
         )
+        self.stops = stops
         self.counts = _Counts()
         self.open: dict[Claim, _Fire] = {}  # claimed, not yet resolved or released
         self.broken: list[Claim] = []  # handed back only at the end: see _broke
@@ -332,22 +350,25 @@ class _Tick:
             lambda: self.clock() / 1000,
             {**o.settings, "concurrency": o.webhook_concurrency},
         )
-        try:
-            async with (
-                registry.Senders(opening) as channels,
-                stopsignal.on_stop_signals(self._stop),
-            ):
-                self.channels = channels
-                batch: list[Fire] = first
-                while batch:  # until a claim finds nothing more due at `now`
-                    await self._take(batch)
-                    batch = await self._next_batch()
-                self.claiming = False
-                self.wake.set()
-                # Every worker ends once its queue is empty: nothing is abandoned in flight.
-                await asyncio.gather(*self.workers)
-        finally:
-            await self._wind_down()
+        with self.stops.forwarded(self.loop, self._stop):
+            if self.stops.caught:  # came before the loop ran: send nothing, release the rows
+                self._stop(self.stops.caught[0])
+            try:
+                async with registry.Senders(opening) as channels:
+                    self.channels = channels
+                    batch: list[Fire] = first
+                    while batch:  # until a claim finds nothing more due at `now`
+                        await self._take(batch)
+                        batch = await self._next_batch()
+                    self.claiming = False
+                    self.wake.set()
+                    # Every worker ends once its queue is empty: nothing is abandoned in flight.
+                    await asyncio.gather(*self.workers)
+            finally:
+                # From here a stop signal is only noted: the outcomes of sends the receivers
+                # answered are being written back, and nothing may cut that short.
+                self.stops.writing = True
+                await self._wind_down()
 
     async def _next_batch(self) -> list[Fire]:
         """Claim the next batch once few targets wait; [] when the budget is spent, the tick
@@ -582,11 +603,12 @@ class _Tick:
     def _stop(self, sig: signal.Signals) -> None:
         # Graceful stop: nothing new starts (the budget check sees a deadline passed), what is
         # in flight finishes and is settled, and unstarted fires are released. A second signal
-        # stops waiting: in-flight sends are abandoned unrecorded; see _wind_down.
-        if self.counts.stopped_by is not None and self.task is not None:
+        # stops waiting: in-flight sends are abandoned unrecorded; see _wind_down. Once the
+        # deliveries are over nothing is cut short: the answered sends are being written back.
+        if self.counts.stopped_by is not None and not self.stops.writing and self.task:
             self.task.cancel()
         self.deadline = float("-inf")
-        self.counts.stopped_by = sig.name
+        self.counts.stopped_by = self.counts.stopped_by or sig.name
         self.hungry.set()  # a claim waiting for room sees the stop and claims nothing more
         self.stopping.set()  # a claim under way is no longer waited for
 
@@ -641,6 +663,9 @@ class _Tick:
     def _counted(self) -> TickSummary:
         """Fold what the commits applied into the counts; return the tick's summary."""
         s, tally = self.counts, self.committer.tally
+        if s.stopped_by is None and self.stops.caught:  # noted while writing back
+            s.stopped_by = self.stops.caught[0].name
+        self.stops.told = len(self.stops.caught)
         s.sent += tally.applied["sent"]
         s.partial += tally.applied["partial"]
         s.retried += tally.applied["retried"]
