@@ -8,7 +8,8 @@ stored data or rule no longer reads (written by hand through SQL) is set aside a
 saying why; the rows beside it are delivered and the tick exits 0.
 """
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -165,3 +166,27 @@ def test_a_row_whose_data_or_rule_no_longer_reads_is_set_aside_and_the_rest_goes
     nxt = cli.tick()
     assert (nxt["claimed"], nxt["sent"], nxt["errors"]) == (1, 1, [])
     assert [r.path for r in http.requests].count("/bad-data") == 0
+
+
+@contextlib.asynccontextmanager
+async def _cannot_open(opening: registry.Opening) -> AsyncIterator[registry.Sender]:
+    raise RuntimeError("the SMS gateway refused the API key")
+    yield  # pragma: no cover - never reached
+
+
+def test_a_channel_that_cannot_open_fails_its_targets_alone(db: Db, http: HttpSink) -> None:
+    broken = registry.Channel("sms", check=lambda a, s: a, open=_cannot_open)
+    registry.register(broken)
+    try:
+        cli = Cli(db, T0)
+        cli.add("--at", "now", "--target", "sms:+15550100", "--webhook", http.url("/w"))
+        summary = cli.tick()
+        assert (summary["partial"], summary["errors"]) == (1, [])
+        (row,) = cli.inspect("--all")
+        assert row["last_error"] == (
+            "partial: sms +15550100: channel 'sms' could not open: "
+            "the SMS gateway refused the API key"
+        )
+        assert [r.path for r in http.requests] == ["/w"]
+    finally:
+        registry._REGISTERED.pop("sms", None)
