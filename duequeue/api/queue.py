@@ -287,7 +287,10 @@ class Queue:
         interval = _duration(every, "every")
         if limit is not None:
             _positive(limit, "limit")
-        self._open_new().close()
+        # Opened first: a database that cannot be opened fails here, before the loop starts.
+        first = self._open_new()
+        listener = first.listener()  # PostgreSQL: woken by adds between polls
+        first.close()
         if on_start is not None:
             on_start()
 
@@ -302,7 +305,13 @@ class Queue:
                 on_tick(summary)
             return summary.stopped_by
 
-        worker.Worker(interval.total_seconds(), one_tick, on_error or _ignore).run()
+        worker.Worker(
+            interval.total_seconds(),
+            one_tick,
+            on_error or _ignore,
+            listener=listener,
+            wall_ms=_clock_ms,
+        ).run()
 
     # -- looking -----------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from psycopg.conninfo import conninfo_to_dict
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.shared.redact import url as safe_url
 from duequeue.store import ops_sql, schema
+from duequeue.store.pg_listen import PgListener
 from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import POSTGRES, Row, Run
 from duequeue.store.store import Store
@@ -125,6 +126,10 @@ class PostgresBackend:
                 f"PostgreSQL {self.where}: {what} failed again after reconnecting: "
                 f"{self._line(exc)}"
             ) from exc
+
+    def listener(self) -> PgListener:
+        # Its own connection, bounded as the store's (connect, keepalives, statements).
+        return PgListener(self.url, {"application_name": f"{APPLICATION} listen", **self._settings})
 
     def close(self) -> None:
         self.conn.close()
