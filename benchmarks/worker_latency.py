@@ -60,15 +60,17 @@ def latencies(db: str, n: int, every: int) -> list[float]:
         q.init()
     worker = subprocess.Popen(
         [sys.executable, "-m", "duequeue", "--db", db, "worker", "--every", f"{every}s"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         env=python_env(),
         cwd=ROOT,
     )
     try:
-        assert worker.stderr is not None
-        worker.stderr.readline()  # "worker: ticking every ..."
+        assert worker.stdout is not None
+        worker.stdout.readline()  # "worker: ticking every ..."
+        # Its tick lines are read (and dropped) so that the pipe never fills.
+        threading.Thread(target=worker.stdout.read, daemon=True).start()
         out: list[float] = []
         rng = random.Random(6)
         with Queue(db) as q:

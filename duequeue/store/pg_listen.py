@@ -22,7 +22,7 @@ class PgListener:
         or more not named), [] when none came, or None when it cannot listen now (the link or
         the server is down: the caller waits out its poll as it would without this)."""
         try:
-            conn = self._listening()
+            conn = self._listening(timeout_s)
             woke = [_fire(n.payload) for n in conn.notifies(timeout=timeout_s, stop_after=1)]
             # Whatever else already arrived comes along, without waiting again.
             woke += [_fire(n.payload) for n in conn.notifies(timeout=0)]
@@ -37,9 +37,12 @@ class PgListener:
             self._conn.close()
             self._conn = None
 
-    def _listening(self) -> psycopg.Connection[Any]:
+    def _listening(self, timeout_s: float) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:
-            conn = psycopg.connect(self._url, autocommit=True, **self._settings)
+            # Connecting may not hold up the poll it stands in for by more than a moment (libpq
+            # counts whole seconds, 2 at least).
+            settings = {**self._settings, "connect_timeout": str(max(2, min(10, int(timeout_s))))}
+            conn = psycopg.connect(self._url, autocommit=True, **settings)
             conn.execute(f"LISTEN {CHANNEL}")
             self._conn = conn
         return self._conn
