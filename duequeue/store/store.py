@@ -76,6 +76,15 @@ class Store:
         """Release the connection."""
         self.backend.close()
 
+    def bound(self, until: float | None) -> None:
+        """Let no wait on the database, connecting included, end later than `until`
+        (time.monotonic()); None lifts the bound.
+
+        A tick's deadline (shortly before its leases end): a reconnect under way then cannot be
+        interrupted, so it must not be allowed to outlast it.
+        """
+        self.backend.bound(until)
+
     def interrupt(self) -> None:
         """Cut short a call another thread is waiting in, and fail every later call at once.
 
