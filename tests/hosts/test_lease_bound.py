@@ -11,6 +11,8 @@ transaction (idle_in_transaction_session_timeout, the server's own TCP keepalive
 tcp_user_timeout), so no server setting is needed for its rows to come free.
 """
 
+import subprocess
+import threading
 import time
 from typing import Any
 
@@ -22,6 +24,7 @@ from tests.hosts.site import Site
 from tests.hosts.test_partitions import claimable
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
+MARGIN_S = 6.0  # a tick's deadline is its lease minus busy timeout (1 s here) + 5 s
 
 
 def lease_end_s(site: Site) -> float:
@@ -43,6 +46,30 @@ def pin_neighbour(site: Site, host: Host) -> None:
         "ip", "-n", host.name, "neigh", "replace", site.dbhost.addr["db"],
         "lladdr", mac, "dev", "db0", "nud", "permanent",
     )  # fmt: skip
+
+
+class ConnectWatch:
+    """Note, every 0.1 s while `proc` runs, whether `host` has a connect to the database under
+    way (a socket in SYN-SENT): the wait no interrupt reaches, which the deadline must bound."""
+
+    def __init__(self, site: Site, host: Host, proc: "subprocess.Popen[str]") -> None:
+        self.seen: list[float] = []  # unix times a connect was under way
+        args = ["ss", "-Htn", "state", "syn-sent", "dst", site.dbhost.addr["db"]]
+        self._cmd = [*host.exec_prefix(), *args]
+        self._proc = proc
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while self._proc.poll() is None:
+            out = subprocess.run(self._cmd, capture_output=True, text=True, check=False).stdout
+            if out.strip():
+                self.seen.append(time.time())
+            time.sleep(0.1)
+
+    def last(self) -> float | None:
+        self._thread.join(timeout=10)
+        return self.seen[-1] if self.seen else None
 
 
 def lock_waits(site: Site, addr: str) -> int:
@@ -70,11 +97,14 @@ def test_a_host_cut_mid_tick_ends_before_its_lease_whatever_its_url_says(
     p1 = site.tick(h1, env=env, db=site.db_url() + query)
     site.wait("4 sends held", lambda: site.count(prefix="gate") == held)
     lease_end = lease_end_s(site)
+    deadline = lease_end - MARGIN_S
     site.net.cut(h1, "db")
     cut_at = time.time()
+    watch = ConnectWatch(site, h1, p1)
     site.open_gate()  # answered: outcomes h1 must record through the cut link
     p1.wait(timeout=lease_end - cut_at + 120)
     ended_at = time.time()
+    last_connect = watch.last()
     _, err1 = p1.communicate()
     site.net.heal(h1, "db")
     site.wait("h1's leases to end", lambda: time.time() > lease_end + 0.5, timeout=200)
@@ -86,6 +116,9 @@ def test_a_host_cut_mid_tick_ends_before_its_lease_whatever_its_url_says(
         "h1_stderr": err1.strip().splitlines(),
         "h1_ended_after_cut_s": round(ended_at - cut_at, 1),
         "h1_ended_after_lease_s": round(ended_at - lease_end, 1),
+        "h1_connecting_after_deadline_s": None
+        if last_connect is None
+        else round(last_connect - deadline, 1),
         "h2_ticks": [
             {k: s[k] for k in ("claimed", "sent", "released", "refused", "errors", "lost")}
             for s in summaries
@@ -99,9 +132,11 @@ def test_a_host_cut_mid_tick_ends_before_its_lease_whatever_its_url_says(
     note(f"lease bound ({query or 'default URL'})", facts)
     assert site.ledger_twice() == 0 and site.ledger_sent() == total and site.undone() == 0
     assert len(got) == total
-    # The deadline is lease - (busy timeout + 5 s) = lease - 6 s here; the tick winds down
-    # within a second or two of it, so it ends well before its lease, never after.
-    assert ended_at < lease_end - 2, facts
+    # The deadline is lease - (busy timeout + 5 s) = lease - 6 s here: no connect is under way
+    # past it (before, a reconnect started before it ran its URL's connect_timeout), and the
+    # tick, winding down after it, ends before its lease.
+    assert last_connect is not None and last_connect < deadline + 0.2, facts
+    assert ended_at < lease_end, facts
     assert p1.returncode == 1 and len(err1.strip().splitlines()) == 1, facts
 
 
