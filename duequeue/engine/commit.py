@@ -274,8 +274,9 @@ class Committer:
         busy = self._busy
         assert busy is not None
         self.runner.interrupt()
-        # An interrupted call returns at once; one stuck where no interrupt reaches (opening a
-        # connection) is left behind, bounded by its own connect timeout.
+        # An interrupted call returns at once; one where no interrupt reaches (opening a
+        # connection) ends by the deadline too: the tick bounded every connect by it
+        # (Store.bound).
         await asyncio.wait([busy], timeout=_ABANDON_WAIT_S)
         if not busy.done():
             stand_in: asyncio.Future[Committed] = asyncio.get_running_loop().create_future()

@@ -34,7 +34,7 @@ class Backend(Protocol):
     """One open database, adapted for the store: everything the store asks of a database.
 
     A database with one host and no server (SQLite) answers the clock and host questions with
-    None and (), and `interrupt` does nothing.
+    None and (), and `bound` and `interrupt` do nothing.
     """
 
     # What its SQL spells differently, as data; among it the locking style: `skip_locked`
@@ -72,6 +72,10 @@ class Backend(Protocol):
     def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
         """Return the hosts noted ticking in the last day, the latest first; () when one host
         is all there can be."""
+
+    def bound(self, until: float | None) -> None:
+        """Let no wait, connecting included, end later than `until` (time.monotonic()); None
+        lifts the bound. Nothing where every wait is shorter than a tick's margin anyway."""
 
     def interrupt(self) -> None:
         """Cut the call running on another thread short and fail every later one at once

@@ -99,6 +99,9 @@ class SQLiteBackend:
     def interrupt(self) -> None:
         return None
 
+    def bound(self, until: float | None) -> None:
+        return None  # no connect to bound; the busy timeout bounds every wait
+
     def close(self) -> None:
         try:
             self.conn.close()

@@ -76,6 +76,15 @@ class Store:
         """Release the connection."""
         self.backend.close()
 
+    def bound(self, until: float | None) -> None:
+        """Let no wait on the database, connecting included, end later than `until`
+        (time.monotonic()); None lifts the bound.
+
+        A tick's deadline (shortly before its leases end): a reconnect under way then cannot be
+        interrupted, so it must not be allowed to outlast it.
+        """
+        self.backend.bound(until)
+
     def interrupt(self) -> None:
         """Cut short a call another thread is waiting in, and fail every later call at once.
 
@@ -173,13 +182,28 @@ class Store:
 
         return self._read(work, "tz check")
 
-    def lease_stale(
-        self, release: str, now: int, limit: int, lease_ms: int, owner: str
-    ) -> list[StaleFire]:
-        """Lease up to `limit` pending rows computed by a release older than `release` and not
-        leased by anyone, as a claim leases (lowest release, then id, first)."""
+    def recompute_stale(
+        self,
+        release: str,
+        now: int,
+        limit: int,
+        compute: Callable[[list[StaleFire]], list[Refire]],
+    ) -> tuple[list[Refire], int]:
+        """Compute again, in one transaction, up to `limit` pending rows computed by a release
+        older than `release` (lowest release, then id, first): `compute` (pure) computes them,
+        and they are written back with `release`, each moved fire recorded and the queue's
+        release raised to `release` (never lowered). Return the rows written and how many
+        fires moved; nothing left to compute returns ([], 0).
+
+        A row a tick leases is left to it (its write-back records its own release); a row
+        another transaction has locked (a claim, another host's pass) is skipped, not waited
+        for. The rows are held only for this short transaction and never leased, so a claim
+        beside it finds every other row, and a pass that dies holds nothing.
+        """
+        # Repeatable: if a lost commit did land, its rows are no longer stale and a repeat
+        # takes the next ones; its moves are never recorded twice.
         return self._write(
-            lambda run: tz_sql.lease(run, self.dialect, release, now, limit, lease_ms, owner),
+            lambda run: tz_sql.recompute(run, self.dialect, release, now, limit, compute),
             "recompute",
         )
 
@@ -187,18 +211,6 @@ class Store:
         """Return up to `limit` such rows with id > after_id, leased or not, leasing nothing."""
         return self._read(
             lambda run: tz_sql.read(run, self.dialect, release, after_id, limit), "recompute"
-        )
-
-    def refire(self, owner: str, release: str, now: int, refires: Sequence[Refire]) -> int:
-        """Write rows computed again under `release` while `owner` still holds their lease,
-        release them, record each moved fire, and raise the queue's tz release to `release`
-        (never lower it); return how many fires moved."""
-        # Not repeatable: a repeat after a lost commit would record its moves twice; the
-        # leases then run out and the rows are taken again.
-        return self._write(
-            lambda run: tz_sql.refire(run, self.dialect, owner, release, now, refires),
-            "recompute",
-            repeatable=False,
         )
 
     def stale_zones(self, release: str) -> list[tuple[str, str, str | None]]:
