@@ -349,7 +349,7 @@ def inspect(
     elif not found:
         typer.echo("no reminders" if view == "all" else f"no {view} reminders")
     else:
-        typer.echo(output.reminder_table(found, table_width(wide)))
+        typer.echo(output.reminder_table(found, table_width(wide), view))
 
 
 def next_(
