@@ -328,7 +328,7 @@ def inspect(
         if on
     ]
     if len(chosen) > 1:
-        raise BadInputError("choose one of --dead, --due, --pending, --all", field="view")
+        raise BadInputError("choose one of --dead, --due, --pending, --all", field=tuple(chosen))
     view = chosen[0] if chosen else "dead"
     with context.queue(ctx) as q:
         found = q.inspect(

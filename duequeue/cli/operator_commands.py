@@ -263,9 +263,7 @@ def worker(
         q.worker(
             every,
             limit=limit,
-            on_start=lambda: log(
-                f"worker: ticking every {every} on {q.location} (idle ticks: a line an hour)"
-            ),
+            on_start=lambda: log(f"worker: ticking every {every} on {q.location}"),
             on_tick=on_tick,
             on_error=on_error,
         )

@@ -141,7 +141,7 @@ def test_idle_ticks_are_not_logged_between_the_first_tick_and_one_that_did_somet
         # Due in 3 s: the 1 s worker ticks idle two or three times before it is.
         Cli(db, datetime.now(UTC)).add("--at", "+3s", "--webhook", http.url("/w"))
         worker = Running(db, "--every", "1s")
-        assert "(idle ticks: a line an hour)" in worker.wait_for("worker:")
+        assert "worker: ticking every 1s" in worker.wait_for("worker:")
         first = worker.wait_for(" tick: ")
         assert "claimed 0" in first
         sent = worker.wait_for(" tick: ")
