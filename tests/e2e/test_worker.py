@@ -164,3 +164,19 @@ def test_a_bad_interval_exits_2(db: Db) -> None:
     r = Cli(db, datetime.now(UTC))("worker", "--every", "often")
     assert r.code == 2
     assert r.err.startswith("duequeue: error: --every: invalid duration")
+
+
+def test_idle_ticks_are_not_logged_between_the_first_tick_and_one_that_did_something(
+    db: Db,
+) -> None:
+    with HttpSink() as http:
+        # Due in 3 s: the 1 s worker ticks idle two or three times before it is.
+        Cli(db, datetime.now(UTC)).add("--at", "+3s", "--webhook", http.url("/w"))
+        worker = Running(db, "--every", "1s")
+        assert "worker: ticking every 1s" in worker.wait_for("worker:")
+        first = worker.wait_for(" tick: ")
+        assert "claimed 0" in first
+        sent = worker.wait_for(" tick: ")
+        assert "claimed 1: sent 1" in sent  # the next line logged: no idle tick in between
+        assert worker.stop(signal.SIGTERM) == 0
+    assert worker.seen == [worker.seen[0], first, sent]
