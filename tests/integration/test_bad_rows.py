@@ -190,3 +190,17 @@ def test_a_channel_that_cannot_open_fails_its_targets_alone(db: Db, http: HttpSi
         assert [r.path for r in http.requests] == ["/w"]
     finally:
         registry._REGISTERED.pop("sms", None)
+
+
+def test_doctor_names_a_pending_channel_this_host_does_not_know(
+    db: Db, toy_known: registry.Channel
+) -> None:
+    cli = Cli(db, T0)
+    cli.add("--at", "+1h", "--target", TOY)
+    assert "channels" not in cli("doctor").out  # known here: nothing to say
+    forget_toy()
+    r = cli("doctor")
+    assert r.code == 1
+    (line,) = [x for x in r.out.splitlines() if "channels:" in x]
+    assert line.startswith("PROBLEM  channels: pending reminders have targets of channel 'toy'")
+    assert "DUEQUEUE_CHANNELS" in r.out
