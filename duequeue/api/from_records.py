@@ -167,6 +167,7 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         last_successful_tick=_when(s.last_tick_ok_at),
         hosts=tuple(results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS) for h in s.hosts),
         moved_fires=s.moved_fires,
+        lower_bounds=s.lower_bounds,
     )
 
 

@@ -295,6 +295,14 @@ class Stats:
     last_successful_tick: datetime | None = None
     hosts: tuple[HostSeen, ...] = ()  # PostgreSQL: the hosts that ticked in the last day
     moved_fires: int = 0  # pending fires moved by zone rules changes, ever
+    # The counts that stopped at a cap (stats(cap=...)), each at least what it says; () when
+    # every figure is exact, as `duequeue stats` always is.
+    lower_bounds: tuple[str, ...] = ()
+
+    @property
+    def estimate(self) -> bool:
+        """Return whether any figure is a lower bound rather than an exact count."""
+        return bool(self.lower_bounds)
 
     @property
     def oldest_due_lateness(self) -> timedelta | None:

@@ -82,18 +82,18 @@ def history(store: Store, reminder_id: int) -> Ledger:
     )
 
 
-def stats(store: Store, now: datetime) -> Stats:
-    """Count reminders by state and recent deliveries."""
-    return store.stats(to_ms(now))
+def stats(store: Store, now: datetime, cap: int | None = None) -> Stats:
+    """Count reminders by state and recent deliveries (with `cap`, each count stops there)."""
+    return store.stats(to_ms(now), cap)
 
 
 # The ledger rows whose lateness the overview shows: those of the last ticks.
 RECENT = timedelta(minutes=15)
 
 
-def overview(store: Store, now: datetime) -> Dashboard:
-    """Return stats and the overview's charts and lateness (serve)."""
-    return store.dashboard(to_ms(now), int(RECENT.total_seconds() * 1000))
+def overview(store: Store, now: datetime, cap: int | None = None) -> Dashboard:
+    """Return stats and the overview's charts and lateness (serve); see stats for `cap`."""
+    return store.dashboard(to_ms(now), int(RECENT.total_seconds() * 1000), cap)
 
 
 def browse(

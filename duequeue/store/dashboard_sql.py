@@ -38,9 +38,9 @@ _PER_HOUR = " UNION ALL ".join(
 )
 
 
-def dashboard(run: Run, d: Dialect, now: int, recent_ms: int) -> Dashboard:
+def dashboard(run: Run, d: Dialect, now: int, recent_ms: int, cap: int | None) -> Dashboard:
     """Return stats and the overview's reads; see Store.dashboard."""
-    stats = ops_sql.stats(run, d, now)
+    stats = ops_sql.stats(run, d, now, cap)
     ((late,),) = run(
         d.sql(
             """SELECT max(at - fire_at) FROM deliveries

@@ -149,67 +149,96 @@ def _deliverable(run: Run, d: Dialect, rid: int, fire: int) -> bool:
     return int(count) > 0
 
 
-def stats(run: Run, d: Dialect, now: int) -> Stats:
-    """Count rows by state and recent ledger outcomes (in one snapshot: the store's to open)."""
-    # One count per state, each off the index of that state (0007), not a pass over the table:
-    # serve's overview shows these at every refresh. Cancelling clears next_fire_at, so a row
-    # with a next fire is never cancelled; a lease is taken on due rows only, so a leased row is
-    # due (claim_sql.py).
-    ((pending, done, dead, cancelled, due, retrying, leased, oldest),) = run(
+# The state counts, each off the index of that state (0007), not a pass over the table. Cancelling
+# clears next_fire_at, so a row with a next fire is never cancelled; a lease is taken on due rows
+# only, so a leased row is due (claim_sql.py). dead_letters: open ones, of rows not cancelled.
+_COUNTED: dict[str, str] = {
+    "pending": "reminders WHERE next_fire_at IS NOT NULL",
+    "done": "reminders WHERE done_at IS NOT NULL AND cancelled_at IS NULL",
+    "dead": "reminders WHERE dead_at IS NOT NULL AND cancelled_at IS NULL",
+    "cancelled": "reminders WHERE cancelled_at IS NOT NULL",
+    "due": "reminders WHERE next_fire_at <= :now",
+    "retrying": "reminders WHERE error_count > 0 AND next_fire_at IS NOT NULL",
+    "leased": "reminders WHERE next_fire_at <= :now AND lease_until >= :now",
+    "dead_letters": """dead_letters d JOIN reminders r ON r.id = d.reminder_id
+        WHERE d.retried_at IS NULL AND r.cancelled_at IS NULL""",
+}
+
+
+def _count(rows: str, capped: bool) -> str:
+    """Return a scalar subquery counting `rows` (`table WHERE ...`): all of them, or when
+    `capped` at most :over of them (one more than the cap, so that a count above the cap shows
+    the cap was hit). A capped count walks at most :over index entries, whatever the table."""
+    if not capped:
+        return f"(SELECT count(*) FROM {rows})"
+    return f"(SELECT count(*) FROM (SELECT 1 FROM {rows} LIMIT :over) c)"
+
+
+def stats(run: Run, d: Dialect, now: int, cap: int | None = None) -> Stats:
+    """Count rows by state and recent ledger outcomes (in one snapshot: the store's to open).
+
+    With `cap`, each count stops after `cap` rows: serve's overview and /api/v1/stats read these
+    at every refresh, and a state of 10^6 rows costs half a second to count. A count that
+    reached the cap is the cap and is named in Stats.lower_bounds, as are the ledger's counts
+    of the day when the last day holds more than `cap` rows (and of the hour, when the walk,
+    newest first, ended inside the hour)."""
+    capped = cap is not None
+    args = {"now": now, "over": (cap or 0) + 1}
+    counts = ", ".join(_count(rows, capped) for rows in _COUNTED.values())
+    (found,) = run(
         d.sql(
-            """SELECT
-                 (SELECT count(*) FROM reminders WHERE next_fire_at IS NOT NULL),
-                 (SELECT count(*) FROM reminders
-                  WHERE done_at IS NOT NULL AND cancelled_at IS NULL),
-                 (SELECT count(*) FROM reminders
-                  WHERE dead_at IS NOT NULL AND cancelled_at IS NULL),
-                 (SELECT count(*) FROM reminders WHERE cancelled_at IS NOT NULL),
-                 (SELECT count(*) FROM reminders WHERE next_fire_at <= :now),
-                 (SELECT count(*) FROM reminders
-                  WHERE error_count > 0 AND next_fire_at IS NOT NULL),
-                 (SELECT count(*) FROM reminders WHERE next_fire_at <= :now
-                  AND lease_until >= :now),
+            f"""SELECT {counts},
                  (SELECT min(next_fire_at) FROM reminders WHERE next_fire_at <= :now)"""
         ),
-        {"now": now},
+        args,
     )
-    ((letters,),) = run(
-        d.sql(
-            """SELECT count(*) FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
-               WHERE d.retried_at IS NULL AND r.cancelled_at IS NULL"""
-        ),
-        {},
-    )
+    state = dict(zip(_COUNTED, (int(n) for n in found[:-1]), strict=False))
+    oldest = found[-1]
+    ledger_rows = "deliveries WHERE at > :day AND at <= :now"
+    if capped:  # newest first, so that the walk covers the last hour before the rest of the day
+        ledger_rows = f"(SELECT at, outcome FROM {ledger_rows} ORDER BY at DESC LIMIT :over) l"
     (ledger,) = run(
         d.sql(
-            """SELECT
+            f"""SELECT
                  count(*) FILTER (WHERE outcome = 'sent' AND at > :hour),
                  count(*) FILTER (WHERE outcome != 'sent' AND at > :hour),
                  count(*) FILTER (WHERE outcome = 'sent'),
-                 count(*) FILTER (WHERE outcome != 'sent')
-               FROM deliveries WHERE at > :day AND at <= :now"""
+                 count(*) FILTER (WHERE outcome != 'sent'),
+                 count(*), min(at)
+               FROM {ledger_rows}"""
         ),
-        {"hour": now - HOUR_MS, "day": now - DAY_MS, "now": now},
+        {**args, "hour": now - HOUR_MS, "day": now - DAY_MS},
     )
+    lower: list[str] = []
+    if cap is not None:
+        for name, n in state.items():
+            if n > cap:
+                state[name] = cap
+                lower.append(name)
+        if int(ledger[4]) > cap:
+            lower += ["sent_last_day", "failed_last_day"]
+            if int(ledger[5]) > now - HOUR_MS:  # the walk ended inside the hour
+                lower += ["sent_last_hour", "failed_last_hour"]
     retrying_targets, disabled = retries.counts(run, d)
     return Stats(
         retrying_targets=retrying_targets,
         disabled_targets=disabled,
-        pending=int(pending),
-        done=int(done),
-        dead=int(dead),
-        cancelled=int(cancelled),
-        due=int(due),
-        retrying=int(retrying),
-        leased=int(leased),
+        pending=state["pending"],
+        done=state["done"],
+        dead=state["dead"],
+        cancelled=state["cancelled"],
+        due=state["due"],
+        retrying=state["retrying"],
+        leased=state["leased"],
+        dead_letters=state["dead_letters"],
         oldest_due_at=None if oldest is None else int(oldest),
-        dead_letters=int(letters),
         sent_last_hour=int(ledger[0]),
         failed_last_hour=int(ledger[1]),
         sent_last_day=int(ledger[2]),
         failed_last_day=int(ledger[3]),
         last_tick_ok_at=last_tick_ok(run, d),
         moved_fires=tz_sql.count_moves(run, d),
+        lower_bounds=tuple(lower),
     )
 
 

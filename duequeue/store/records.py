@@ -350,6 +350,8 @@ class Stats:
     last_tick_ok_at: int | None = None  # when a tick last ended without error; None: never
     hosts: tuple[HostTick, ...] = ()  # on a shared database: the hosts that ticked in a day
     moved_fires: int = 0  # pending fires moved by zone rules changes (fire_moves)
+    # The counts that stopped at a cap (ops_sql.stats): each is a lower bound, not exact.
+    lower_bounds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

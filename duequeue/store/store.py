@@ -320,14 +320,15 @@ class Store:
             lambda run: retries.pending(run, self.dialect, reminder_id), "reading retries"
         )
 
-    def stats(self, now: int) -> Stats:
-        """Count rows by state, due rows and recent ledger outcomes at instant `now`."""
+    def stats(self, now: int, cap: int | None = None) -> Stats:
+        """Count rows by state, due rows and recent ledger outcomes at instant `now`; with
+        `cap`, each count stops there (see ops_sql.stats)."""
         d = self.dialect
 
         def work(run: Run) -> Stats:
             if d.snapshot:
                 run(d.snapshot, {})  # one snapshot, so the counts agree with each other
-            found = ops_sql.stats(run, d, now)
+            found = ops_sql.stats(run, d, now, cap)
             hosts = self.backend.hosts(run, now)
             return dataclasses.replace(found, hosts=hosts) if hosts else found
 
@@ -361,15 +362,16 @@ class Store:
         # Repeatable: the mark only ever moves forward.
         self._write(lambda run: ops_sql.mark_tick(run, self.dialect, now), "marking the tick")
 
-    def dashboard(self, now: int, recent_ms: int) -> Dashboard:
+    def dashboard(self, now: int, recent_ms: int, cap: int | None = None) -> Dashboard:
         """Return stats and serve's overview reads at `now`, in one snapshot; the lateness is of
-        first attempts recorded within `recent_ms` of `now`."""
+        first attempts recorded within `recent_ms` of `now`; with `cap`, the counts stop there
+        (see ops_sql.stats)."""
         d = self.dialect
 
         def work(run: Run) -> Dashboard:
             if d.snapshot:
                 run(d.snapshot, {})  # one snapshot, so the counts agree with the charts
-            return dashboard_sql.dashboard(run, d, now, recent_ms)
+            return dashboard_sql.dashboard(run, d, now, recent_ms, cap)
 
         return self._read(work, "the overview")
 

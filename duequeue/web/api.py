@@ -9,7 +9,7 @@ from aiohttp import web
 from duequeue.api.queue import Queue
 from duequeue.api.results import Change
 from duequeue.errors import BadInputError, NotFoundError
-from duequeue.web import inputs, jsonout, openapi
+from duequeue.web import inputs, jsonout, openapi, queues
 from duequeue.web.keys import GUARD, QUEUES, parse_id
 
 # Queue.add's arguments the API takes, and the JSON type of each.
@@ -147,7 +147,7 @@ async def get_history(request: web.Request) -> web.Response:
 
 
 async def get_stats(request: web.Request) -> web.Response:
-    found = await request.app[QUEUES].call(lambda q: q.stats())
+    found = await request.app[QUEUES].call(lambda q: q.stats(cap=queues.COUNT_CAP))
     return _json(jsonout.stats(found))
 
 

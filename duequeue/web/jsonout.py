@@ -139,4 +139,8 @@ def stats(s: Stats) -> dict[str, Any]:
         "failed_last_hour": s.failed_last_hour,
         "sent_last_day": s.sent_last_day,
         "failed_last_day": s.failed_last_day,
+        # True when a count stopped at serve's cap; lower_bounds names those counts (each is
+        # at least what it says). `duequeue stats --json` is always exact.
+        "estimate": s.estimate,
+        "lower_bounds": list(s.lower_bounds),
     }

@@ -119,6 +119,8 @@ _STATS = _obj(
         },
         "at": {"type": "string", "format": "date-time"},
         "oldest_due_at": _TIME,
+        "estimate": {"type": "boolean"},
+        "lower_bounds": {"type": "array", "items": {"type": "string"}},
     }
 )
 _HISTORY = _obj(

@@ -9,7 +9,7 @@ from aiohttp import web
 from duequeue.api.queue import Queue
 from duequeue.api.results import Change, History, Overview, Page, Reminder, Target
 from duequeue.errors import BadInputError, NotFoundError
-from duequeue.web import charts, inputs, tries
+from duequeue.web import charts, inputs, queues, tries
 from duequeue.web.auth import DEVICE_AGE, DEVICE_COOKIE, LOGIN_COOKIE, SESSION_COOKIE, set_cookie
 from duequeue.web.html import facts, h, page, post_button, span, state, table, url, when
 from duequeue.web.keys import GUARD, QUEUES, THROTTLE, may_change, parse_id, role
@@ -88,28 +88,34 @@ def _changer(request: web.Request) -> None:
 
 
 async def overview(request: web.Request) -> web.Response:
-    o = await request.app[QUEUES].call(lambda q: q.overview())
+    o = await request.app[QUEUES].call(lambda q: q.overview(cap=queues.COUNT_CAP))
     return _html(request, "Overview", render_overview(o), refresh=30)
 
 
 def render_overview(o: Overview) -> str:
     s = o.stats
+
+    def fig(field: str) -> str:
+        """Return a count as shown: with a "+" when counting stopped at the cap."""
+        value: int = getattr(s, field)
+        return f"{value:,}+" if field in s.lower_bounds else str(value)
+
     cards = [
-        ("pending", s.pending, "pending", False),
+        ("pending", fig("pending"), "pending", False),
         (
             "due now",
-            s.due,
+            fig("due"),
             "due",
             s.due > 0
             and s.oldest_due_lateness is not None
             and s.oldest_due_lateness.total_seconds() > 120,
         ),
-        ("retrying", s.retrying, "retrying", False),
-        ("targets retrying on their own", s.retrying_targets, None, False),
-        ("dead letters", s.dead_letters, "dead", s.dead_letters > 0),
-        ("disabled targets (410)", s.disabled_targets, None, s.disabled_targets > 0),
-        ("cancelled", s.cancelled, "cancelled", False),
-        ("done", s.done, "done", False),
+        ("retrying", fig("retrying"), "retrying", False),
+        ("targets retrying on their own", fig("retrying_targets"), None, False),
+        ("dead letters", fig("dead_letters"), "dead", s.dead_letters > 0),
+        ("disabled targets (410)", fig("disabled_targets"), None, s.disabled_targets > 0),
+        ("cancelled", fig("cancelled"), "cancelled", False),
+        ("done", fig("done"), "done", False),
     ]
     html_cards = "".join(
         f'<div class="card{" bad" if bad else ""}" id="count-{h(label.split(" ")[0])}">'
@@ -123,14 +129,22 @@ def render_overview(o: Overview) -> str:
         [
             ("max lateness of the last ticks (first attempts, 15 min)", h(span(o.max_lateness))),
             ("oldest due row waiting", h(span(s.oldest_due_lateness))),
-            ("sent / failed, last hour", f"{s.sent_last_hour} / {s.failed_last_hour}"),
-            ("sent / failed, last 24 h", f"{s.sent_last_day} / {s.failed_last_day}"),
-            ("rows a tick holds now", str(s.leased)),
+            ("sent / failed, last hour", f"{fig('sent_last_hour')} / {fig('failed_last_hour')}"),
+            ("sent / failed, last 24 h", f"{fig('sent_last_day')} / {fig('failed_last_day')}"),
+            ("rows a tick holds now", fig("leased")),
             ("as of", h(when(s.at))),
         ]
     )
+    # Said plainly: a "+" figure is a lower bound, and where the exact one is.
+    capped = (
+        f'<p class="muted" id="estimate">Figures with a "+" are at least that: counting stops '
+        f"at {queues.COUNT_CAP:,} rows here, so that this page stays fast at any size. "
+        "<code>duequeue stats</code> counts exactly.</p>"
+        if s.estimate
+        else ""
+    )
     return (
-        f'<h1>Overview</h1><div class="cards">{html_cards}</div>{shown}'
+        f'<h1>Overview</h1><div class="cards">{html_cards}</div>{capped}{shown}'
         f"{charts.deliveries(o.per_minute)}{charts.due(o.per_hour)}"
         '<p class="muted">This page refreshes itself every 30 seconds.</p>'
     )

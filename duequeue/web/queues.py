@@ -15,6 +15,11 @@ from duequeue.api.queue import Queue
 
 T = TypeVar("T")
 
+# Where the overview's and /api/v1/stats' counts stop (Queue.stats' cap): each count walks at
+# most this many index entries, so a page view costs the same at 10^6 rows as at 10^5; a count
+# that reached it is shown as "100,000+" ("lower_bounds" in JSON). Tests lower it.
+COUNT_CAP = 100_000
+
 
 class Queues:
     """A pool of threads, each with its own Queue made by `make`."""

@@ -68,3 +68,30 @@ def test_browse_names_a_bad_argument(db: Db) -> None:
             with pytest.raises(BadInputError) as exc:
                 q.browse(**kwargs)  # type: ignore[arg-type]
             assert exc.value.field == field
+
+
+def test_a_capped_count_says_it_is_a_lower_bound_and_is_exact_below_the_cap(
+    db: Db, http: HttpSink
+) -> None:
+    with Queue(db) as q:
+        q.import_lines(
+            f'{{"at": "+1h", "emails": ["u{i}@example.com"], "key": "k{i}"}}' for i in range(5)
+        )
+        for _ in range(3):
+            q.add(at="now", webhooks=[http.url("/ok")])
+        q.tick()
+        q.cancel(1, 2)
+        exact = q.stats()
+        capped = q.stats(cap=3)
+        shown = q.overview(cap=2).stats
+        with pytest.raises(BadInputError):
+            q.stats(cap=0)
+    assert (exact.pending, exact.cancelled, exact.done, exact.sent_last_day) == (3, 2, 3, 3)
+    assert exact.lower_bounds == () and not exact.estimate
+    # pending (3) and done (3) fit a cap of 3; nothing is over it
+    assert capped.lower_bounds == () and (capped.pending, capped.done) == (3, 3)
+    # Over a cap of 2: pending, done and the ledger's 3 rows; cancelled (2) is exact.
+    assert set(shown.lower_bounds) == {
+        "pending", "done", "sent_last_day", "failed_last_day", "sent_last_hour",
+        "failed_last_hour"}  # fmt: skip
+    assert (shown.pending, shown.done, shown.cancelled) == (2, 2, 2) and shown.estimate
