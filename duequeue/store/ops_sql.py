@@ -152,39 +152,55 @@ def _deliverable(run: Run, d: Dialect, rid: int, fire: int) -> bool:
 # The state counts, each off the index of that state (0007), not a pass over the table. Cancelling
 # clears next_fire_at, so a row with a next fire is never cancelled; a lease is taken on due rows
 # only, so a leased row is due (claim_sql.py). dead_letters: open ones, of rows not cancelled.
+# `id > 0` (every id is) makes SQLite walk reminders_retrying: without it, it walks all of
+# reminders_due reading each row (a second at 10^6), its planner taking IS NOT NULL for a range.
 _COUNTED: dict[str, str] = {
     "pending": "reminders WHERE next_fire_at IS NOT NULL",
     "done": "reminders WHERE done_at IS NOT NULL AND cancelled_at IS NULL",
     "dead": "reminders WHERE dead_at IS NOT NULL AND cancelled_at IS NULL",
     "cancelled": "reminders WHERE cancelled_at IS NOT NULL",
     "due": "reminders WHERE next_fire_at <= :now",
-    "retrying": "reminders WHERE error_count > 0 AND next_fire_at IS NOT NULL",
+    "retrying": "reminders WHERE error_count > 0 AND next_fire_at IS NOT NULL AND id > 0",
     "leased": "reminders WHERE next_fire_at <= :now AND lease_until >= :now",
     "dead_letters": """dead_letters d JOIN reminders r ON r.id = d.reminder_id
         WHERE d.retried_at IS NULL AND r.cancelled_at IS NULL""",
 }
 
 
-def _count(rows: str, capped: bool) -> str:
+# These two read a row per index entry (the lease; the reminder of a dead letter), about ten
+# times what an entry alone costs, so a capped count of them stops at a tenth of the cap.
+_READS_ROWS = ("leased", "dead_letters")
+
+
+def _count(name: str, rows: str, capped: bool) -> str:
     """Return a scalar subquery counting `rows` (`table WHERE ...`): all of them, or when
-    `capped` at most :over of them (one more than the cap, so that a count above the cap shows
-    the cap was hit). A capped count walks at most :over index entries, whatever the table."""
+    `capped` at most :over (or :over_rows) of them, one more than the cap so that a count above
+    it shows it was reached. A capped count walks a bounded part of an index, whatever the
+    table holds."""
     if not capped:
         return f"(SELECT count(*) FROM {rows})"
-    return f"(SELECT count(*) FROM (SELECT 1 FROM {rows} LIMIT :over) c)"
+    over = ":over_rows" if name in _READS_ROWS else ":over"
+    return f"(SELECT count(*) FROM (SELECT 1 FROM {rows} LIMIT {over}) c)"
+
+
+def caps(cap: int) -> dict[str, int]:
+    """Return where each count of stats(cap=cap) stops (the first leased or dead letter counts
+    stop at a tenth of it): what serve names beside a figure shown with a "+"."""
+    return {name: max(1, cap // 10) if name in _READS_ROWS else cap for name in _COUNTED}
 
 
 def stats(run: Run, d: Dialect, now: int, cap: int | None = None) -> Stats:
     """Count rows by state and recent ledger outcomes (in one snapshot: the store's to open).
 
-    With `cap`, each count stops after `cap` rows: serve's overview and /api/v1/stats read these
-    at every refresh, and a state of 10^6 rows costs half a second to count. A count that
-    reached the cap is the cap and is named in Stats.lower_bounds, as are the ledger's counts
-    of the day when the last day holds more than `cap` rows (and of the hour, when the walk,
-    newest first, ended inside the hour)."""
+    With `cap`, each count stops after `cap` rows (leased and dead letters after a tenth of it:
+    see caps): serve's overview and /api/v1/stats read these at every refresh, and a state of
+    10^6 rows costs half a second to count. A count that reached its cap is the cap and is
+    named in Stats.lower_bounds, as are the ledger's counts of the day when the last day holds
+    more than `cap` rows (and of the hour, when the walk, newest first, ended inside it)."""
     capped = cap is not None
-    args = {"now": now, "over": (cap or 0) + 1}
-    counts = ", ".join(_count(rows, capped) for rows in _COUNTED.values())
+    stops = caps(cap or 1)
+    args = {"now": now, "over": stops["pending"] + 1, "over_rows": stops["leased"] + 1}
+    counts = ", ".join(_count(name, rows, capped) for name, rows in _COUNTED.items())
     (found,) = run(
         d.sql(
             f"""SELECT {counts},
@@ -212,8 +228,8 @@ def stats(run: Run, d: Dialect, now: int, cap: int | None = None) -> Stats:
     lower: list[str] = []
     if cap is not None:
         for name, n in state.items():
-            if n > cap:
-                state[name] = cap
+            if n > stops[name]:
+                state[name] = stops[name]
                 lower.append(name)
         if int(ledger[4]) > cap:
             lower += ["sent_last_day", "failed_last_day"]
