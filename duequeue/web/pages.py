@@ -138,7 +138,8 @@ def render_overview(o: Overview) -> str:
     # Said plainly: a "+" figure is a lower bound, and where the exact one is.
     capped = (
         f'<p class="muted" id="estimate">Figures with a "+" are at least that: counting stops '
-        f"at {queues.COUNT_CAP:,} rows here, so that this page stays fast at any size. "
+        f"at {queues.COUNT_CAP:,} rows here ({max(1, queues.COUNT_CAP // 10):,} for dead letters "
+        "and rows a tick holds), so that this page stays fast at any size. "
         "<code>duequeue stats</code> counts exactly.</p>"
         if s.estimate
         else ""

@@ -15,9 +15,10 @@ from duequeue.api.queue import Queue
 
 T = TypeVar("T")
 
-# Where the overview's and /api/v1/stats' counts stop (Queue.stats' cap): each count walks at
-# most this many index entries, so a page view costs the same at 10^6 rows as at 10^5; a count
-# that reached it is shown as "100,000+" ("lower_bounds" in JSON). Tests lower it.
+# Where the overview's and /api/v1/stats' counts stop (Queue.stats' cap; dead letters and
+# leased rows at a tenth): each count walks a bounded part of an index, so a page view costs
+# about the same at 10^6 rows as at 10^5; a count that reached it is shown as "100,000+"
+# ("lower_bounds" in JSON). /metrics stays exact. Tests lower it.
 COUNT_CAP = 100_000
 
 
