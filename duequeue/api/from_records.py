@@ -34,6 +34,11 @@ def _when(ms: int | None) -> datetime | None:
     return None if ms is None else from_ms(ms)
 
 
+def when(ms: int | None) -> datetime | None:
+    """Return stored milliseconds as an aware UTC datetime; None stays None."""
+    return _when(ms)
+
+
 def target(t: store.Target) -> results.Target:
     """Return a stored target, its address fit to print beside it and its secret left out."""
     return results.Target(
@@ -71,6 +76,7 @@ def reminder(v: store.ReminderView) -> results.Reminder:
         start_wall=None if v.start_wall is None else datetime.fromisoformat(v.start_wall),
         local_fire_at=_local(v.fire_at, v.tz),
         fire_release=v.fire_release,
+        paused_at=_when(v.paused_at),
     )
 
 
@@ -140,6 +146,11 @@ def history(ledger: Ledger) -> results.History:
     )
 
 
+def queue_pause(paused: bool, since: int | None, changed: bool) -> results.QueuePause:
+    """Return the whole queue's pause after `pause_queue` or `resume_queue`."""
+    return results.QueuePause(paused, _when(since), changed)
+
+
 def changes(found: Sequence[store.Change]) -> list[results.Change]:
     """Return what `retry`, `cancel` or `enable` did, reminder by reminder."""
     return [results.Change(c.reminder_id, _when(c.fire_at), c.skipped) for c in found]
@@ -167,6 +178,8 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         last_successful_tick=_when(s.last_tick_ok_at),
         hosts=tuple(results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS) for h in s.hosts),
         moved_fires=s.moved_fires,
+        paused=s.paused,
+        queue_paused_since=_when(s.queue_paused_at),
     )
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "Page",
     "Preview",
     "PruneCounts",
+    "QueuePause",
     "Recomputed",
     "Reminder",
     "State",
@@ -46,7 +47,7 @@ from typing import Any, Literal
 from duequeue.engine.summary import TickSummary
 
 View = Literal["dead", "due", "pending", "all"]
-State = Literal["pending", "done", "dead", "cancelled"]
+State = Literal["pending", "paused", "done", "dead", "cancelled"]
 Outcome = Literal["sent", "failed", "permanent"]
 
 
@@ -88,6 +89,8 @@ class Reminder:
     start_wall: datetime | None = None  # the wall time `at` named in tz (None: an instant)
     local_fire_at: datetime | None = None  # fire_at on the zone's clocks (the rules in use)
     fire_release: str | None = None  # the tz release that computed fire_at ('' unknown)
+    # When `pause` paused it (state "paused"): no tick delivers it; fire_at waits for `resume`.
+    paused_at: datetime | None = None
 
     @property
     def dead(self) -> bool:
@@ -262,6 +265,16 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class QueuePause:
+    """Whether the whole queue is paused after `pause_queue` or `resume_queue`, and since when;
+    `changed` is False when it already was as asked."""
+
+    paused: bool
+    since: datetime | None  # when it was paused (the pause this call made, or found)
+    changed: bool
+
+
+@dataclass(frozen=True, slots=True)
 class HostSeen:
     """A host that ticked a shared (PostgreSQL) queue in the last day."""
 
@@ -295,6 +308,10 @@ class Stats:
     last_successful_tick: datetime | None = None
     hosts: tuple[HostSeen, ...] = ()  # PostgreSQL: the hosts that ticked in the last day
     moved_fires: int = 0  # pending fires moved by zone rules changes, ever
+    paused: int = 0  # reminders paused (`pause ID`): neither pending nor due
+    # Since when the whole queue is paused (`duequeue pause`): ticks deliver nothing. None: it
+    # is not.
+    queue_paused_since: datetime | None = None
 
     @property
     def oldest_due_lateness(self) -> timedelta | None:

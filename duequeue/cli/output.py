@@ -53,6 +53,7 @@ def reminder_json(r: Reminder) -> dict[str, Any]:
         "local_fire_at": None if r.local_fire_at is None else r.local_fire_at.isoformat(),
         "start_wall": None if r.start_wall is None else r.start_wall.isoformat(),
         "fire_release": r.fire_release or None,
+        "paused_at": iso(r.paused_at),
     }
 
 

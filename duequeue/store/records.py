@@ -19,7 +19,7 @@ from typing import Literal
 # notify, or any other; the store keeps it as it is given.
 Channel = str
 View = Literal["dead", "due", "pending", "all"]
-State = Literal["pending", "done", "dead", "cancelled"]
+State = Literal["pending", "paused", "done", "dead", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +273,7 @@ class ReminderView:
     dtstart: int | None = None  # the --at instant, the RRULE's DTSTART
     start_wall: str | None = None  # the wall time --at named in tz; None for an instant
     fire_release: str | None = None  # the tz release that computed the pending fire
+    paused_at: int | None = None  # when `pause` paused it; its pending fire is then fire_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +341,8 @@ class Stats:
     last_tick_ok_at: int | None = None  # when a tick last ended without error; None: never
     hosts: tuple[HostTick, ...] = ()  # on a shared database: the hosts that ticked in a day
     moved_fires: int = 0  # pending fires moved by zone rules changes (fire_moves)
+    paused: int = 0  # reminders paused (`pause ID`): not pending, not due
+    queue_paused_at: int | None = None  # since when the whole queue is paused; None: it is not
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +356,7 @@ class PruneCounts:
 
 
 # What the dashboard lists (serve): inspect's states, and the ones only a person browsing asks for.
-BrowseState = Literal["all", "pending", "due", "retrying", "dead", "done", "cancelled"]
+BrowseState = Literal["all", "pending", "due", "retrying", "paused", "dead", "done", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,7 @@ def reminder(r: Reminder) -> dict[str, Any]:
         "skipped_fires": r.skipped_fires,
         "created_at": iso(r.created_at),
         "dead_at": iso(r.dead_at),
+        "paused_at": iso(r.paused_at),
     }
 
 
@@ -111,7 +112,7 @@ def history(h: History) -> dict[str, Any]:
 
 
 def change(c: Change) -> dict[str, Any]:
-    """Return what retry, cancel or enable did to one reminder."""
+    """Return what retry, cancel, enable, pause or resume did to one reminder."""
     return {
         "id": c.reminder_id,
         "applied": c.applied,
@@ -139,4 +140,6 @@ def stats(s: Stats) -> dict[str, Any]:
         "failed_last_hour": s.failed_last_hour,
         "sent_last_day": s.sent_last_day,
         "failed_last_day": s.failed_last_day,
+        "paused": s.paused,
+        "queue_paused_since": iso(s.queue_paused_since),
     }
