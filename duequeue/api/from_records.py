@@ -85,6 +85,15 @@ def changed(view: store.ReminderView, notes: Iterable[str]) -> results.Changed:
     return results.Changed(reminder(view), tuple(notes))
 
 
+def on_clock(at: datetime, tz: str) -> datetime | None:
+    """Return an instant on the clocks of the IANA zone `tz` (the zone data duequeue computes
+    fires with), or None for a zone this data lacks."""
+    try:
+        return at.astimezone(zones.zone(tz))
+    except (KeyError, ValueError, OSError):
+        return None
+
+
 def _local(at: int | None, tz: str) -> datetime | None:
     """Return an instant on a zone's clocks, or None (none, or a zone this data lacks)."""
     if at is None:
