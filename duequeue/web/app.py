@@ -168,7 +168,8 @@ async def _access(request: web.Request, handler: Handler) -> web.StreamResponse:
     if found is None and request.path not in _PUBLIC:
         # Back to the page asked for once logged in (a path of this site only: auth.safe_next).
         back = safe_next(request.path_qs) if request.method in _READS else None
-        raise web.HTTPSeeOther("/login" + ("?" + urlencode({"next": back}) if back else ""))
+        asked = "?" + urlencode({"next": back}) if back and back != "/" else ""
+        raise web.HTTPSeeOther("/login" + asked)
     request[ROLE] = found or "read"
     if request.method not in _READS:
         await _check_form(request, guard)
