@@ -87,6 +87,11 @@ async def cancel_many(request: web.Request) -> web.Response:
         _only(body, ("key",), "cancel by key")
         key = api.text(body["key"], "key")
         return _changes(await request.app[QUEUES].call(lambda q: q.cancel(key=key)))
+    if "state" not in body:
+        # An empty body cancelling everything would be one slip away: "all" must be said.
+        raise BadInputError(
+            'give a key, or a filter\'s state ("all" for every reminder)', field="state"
+        )
     return await _bulk(request, "cancel", body)
 
 

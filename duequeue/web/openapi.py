@@ -311,8 +311,8 @@ def _changes() -> dict[str, Any]:
         ),
         "/api/v1/reminders/cancel": _post(
             "Cancel the reminder holding a key (`{\"key\": K}`, as `cancel --key`), or every"
-            " reminder a filter matches (state, search)",
-            {"oneOf": [_ref("Changes"), _BULK]}, by_id,
+            " reminder a filter matches (`state`, required: `all` for every one; `search`)",
+            {"anyOf": [_ref("Changes"), _BULK]}, by_id,
             {"type": "object", "additionalProperties": False,
              "properties": {"key": _S, **_FILTER}},
             rid=False,

@@ -133,6 +133,8 @@ BAD = [
     ("/api/v1/reminders/{rid}/edit", {"key": "k"}, 400, "key"),
     ("/api/v1/reminders/999/pause", None, 404, "ids"),
     ("/api/v1/reminders/cancel", {"state": "sleeping"}, 400, "state"),
+    ("/api/v1/reminders/cancel", {}, 400, "state"),
+    ("/api/v1/reminders/cancel", {"search": "x"}, 400, "state"),
     ("/api/v1/reminders/cancel", {"key": "k", "state": "all"}, 400, "state"),
     ("/api/v1/reminders/retry", {"dry_run": "yes"}, 400, "dry_run"),
     ("/api/v1/reminders/retry", {"search": "a\u0000"}, 400, "search"),
