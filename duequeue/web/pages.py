@@ -323,7 +323,7 @@ def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> s
             ("state", state(r.state)),
             ("rule", h(rule)),
             ("zone", h(r.tz)),
-            ("next fire", at(r.next_fire_at, r.tz)),
+            ("next fire", at(r.next_fire_at, r.tz) if r.paused_at is None else "none while paused"),
             *(
                 [("paused since", at(r.paused_at, r.tz)), ("pending fire", at(r.fire_at, r.tz))]
                 if r.paused_at is not None
