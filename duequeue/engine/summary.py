@@ -38,6 +38,12 @@ class TickSummary:
     lost: str | None = None  # the database error that stopped the tick's commits
     # Since when the whole queue is paused (`duequeue pause`): the tick claimed nothing.
     paused_since: datetime | None = None
+    # The dead letters this tick wrote, (reminder id, fire ms, last error): what DUEQUEUE_ALERT
+    # tells a person about (operations/alert.py). Not in the line or the JSON: `dead` counts them.
+    dead_letters: tuple[tuple[int, int, str | None], ...] = ()
+    # Why the alert about them did not go out (None: sent, or nothing to send); the tick's
+    # work stands either way.
+    alert_error: str | None = None
 
     def line(self) -> str:
         """Return the tick line cron logs (after `tick: `), as docs/reference.md shows it."""
@@ -57,6 +63,7 @@ class TickSummary:
             + (f"; lost the database: {self.lost}" if self.lost else "")
             + (f"; stopped by {self.stopped_by}" if self.stopped_by else "")
             + (f"; queue paused since {_iso(self.paused_since)}" if self.paused_since else "")
+            + (f"; alert failed: {self.alert_error}" if self.alert_error else "")
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -79,6 +86,7 @@ class TickSummary:
             "unrecorded": self.unrecorded,
             "refused": self.refused,
             "lost": self.lost,
+            "alert_error": self.alert_error,
             "paused_since": _iso(self.paused_since),
         }
 
