@@ -3,6 +3,7 @@ receiver, on SQLite and PostgreSQL. A paused reminder is never delivered nor wal
 a paused queue's tick claims nothing and says so; resuming delivers a missed fire once."""
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -65,7 +66,9 @@ def test_pause_and_resume_skip_with_a_reason(cli: Cli) -> None:
     assert unknown.code == 2 and "no reminder with id 999" in unknown.err
 
 
-def test_a_paused_queue_ticks_nothing_and_says_so_everywhere(cli: Cli, http: HttpSink) -> None:
+def test_a_paused_queue_ticks_nothing_and_says_so_everywhere(
+    cli: Cli, http: HttpSink, tmp_path: Path
+) -> None:
     cli.add("--at", "now", "--webhook", http.url("/r"))
     paused = cli("pause", "--json").json()
     assert paused == {"paused": True, "since": "2027-01-05T08:00:00.000Z", "changed": True}
@@ -84,6 +87,9 @@ def test_a_paused_queue_ticks_nothing_and_says_so_everywhere(cli: Cli, http: Htt
     assert "the queue is paused since" in cli("inspect", "--due").err
     doctor = cli("doctor").out
     assert "queue paused" in doctor
+    cli("stats", "--prometheus", str(tmp_path / "dq.prom"))
+    metrics = (tmp_path / "dq.prom").read_text()
+    assert "duequeue_queue_paused 1\n" in metrics
 
     resumed = cli("resume", "--json").json()
     assert resumed == {"paused": False, "since": "2027-01-05T08:00:00.000Z", "changed": True}
