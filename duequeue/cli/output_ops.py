@@ -278,8 +278,8 @@ def stats_text(s: Stats) -> str:
     return "\n".join(
         [
             *paused,
-            f"reminders: {s.pending} pending, {s.paused} paused, {s.done} done, {s.dead} dead, "
-            f"{s.cancelled} cancelled",
+            f"reminders: {s.pending} pending, {s.done} done, {s.dead} dead, "
+            f"{s.cancelled} cancelled, {s.paused} paused",
             f"due now: {s.due} (oldest waiting {'-' if late is None else f'{late:.1f}s'}); "
             f"retrying: {s.retrying}; leased by a tick: {s.leased}",
             f"dead letters awaiting retry: {s.dead_letters}",
