@@ -1,4 +1,4 @@
--- duequeue schema, version 10 (SQLite). The single source of truth: applied on first use of a
+-- duequeue schema, version 11 (SQLite). The single source of truth: applied on first use of a
 -- database and shipped inside the wheel. Every time is INTEGER unix milliseconds UTC.
 
 -- 'dque': marks the file as ours, so a foreign SQLite database is refused instead of altered.
@@ -35,7 +35,7 @@ CREATE TABLE reminders (
     start_wall       TEXT,
     after_wall       TEXT,
     fire_release     TEXT NOT NULL DEFAULT '', -- tz release that computed the pending fire; '' unknown
-    -- Version 10. `pause`: when the reminder was paused (NULL: it is not). A paused row's
+    -- Version 11. `pause`: when the reminder was paused (NULL: it is not). A paused row's
     -- next_fire_at is NULL (it is out of reminders_due, so no claim walks it); its pending fire
     -- stays in fire_at, and `resume` makes it due again.
     paused_at        INTEGER,
@@ -130,7 +130,7 @@ CREATE INDEX dead_letters_open ON dead_letters (reminder_id) WHERE retried_at IS
 CREATE INDEX reminders_release ON reminders (fire_release, id) WHERE next_fire_at IS NOT NULL;
 
 -- Version 8. Queue-wide values: 'tz_release', the newest tz release the queue's fires were
--- computed with (hosts with older data do not compute back); 'paused' (version 10), present
+-- computed with (hosts with older data do not compute back); 'paused' (version 11), present
 -- while the whole queue is paused (`duequeue pause`): when, in unix ms.
 CREATE TABLE queue_meta (
     name  TEXT PRIMARY KEY,
@@ -168,7 +168,17 @@ CREATE TABLE tick_marks (
     last_ok_at  INTEGER NOT NULL
 );
 
--- Version 10. The paused reminders (`stats`, the dashboard's list), off their own index.
+-- Version 10. What the list shows of each reminder, for serve's search: its subject, key and each
+-- target as `channel: address`, the address as shown (a notify URL's tokens masked), one per
+-- line; never a secret. A trigram index (FTS5) finds any part of 3 characters or more without
+-- reading the table. Written by add, import and edit (store/search_sql.py), never by a tick; a
+-- deleted reminder's text goes with it.
+CREATE VIRTUAL TABLE reminder_search USING fts5(text, tokenize = 'trigram', detail = 'none');
+CREATE TRIGGER reminder_search_delete AFTER DELETE ON reminders BEGIN
+    DELETE FROM reminder_search WHERE rowid = old.id;
+END;
+
+-- Version 11. The paused reminders (`stats`, the dashboard's list), off their own index.
 CREATE INDEX reminders_paused ON reminders (id) WHERE paused_at IS NOT NULL;
 
-PRAGMA user_version = 10;
+PRAGMA user_version = 11;

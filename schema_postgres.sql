@@ -1,4 +1,4 @@
--- duequeue schema, version 10 (PostgreSQL): the counterpart of schema.sql, with the same tables and
+-- duequeue schema, version 11 (PostgreSQL): the counterpart of schema.sql, with the same tables and
 -- columns, so that `duequeue migrate` copies a SQLite database column for column
 -- (tests/test_schema_parity.py compares the two as applied). Applied on first
 -- use into the connection's current schema and shipped inside the wheel. Every time is BIGINT unix
@@ -43,7 +43,7 @@ CREATE TABLE reminders (
     start_wall       TEXT,
     after_wall       TEXT,
     fire_release     TEXT NOT NULL DEFAULT '', -- tz release that computed the pending fire; '' unknown
-    -- Version 10. `pause`: when the reminder was paused (NULL: it is not). A paused row's
+    -- Version 11. `pause`: when the reminder was paused (NULL: it is not). A paused row's
     -- next_fire_at is NULL (it is out of reminders_due, so no claim walks it); its pending fire
     -- stays in fire_at, and `resume` makes it due again.
     paused_at        BIGINT,
@@ -139,7 +139,7 @@ CREATE INDEX dead_letters_open ON dead_letters (reminder_id) WHERE retried_at IS
 CREATE INDEX reminders_release ON reminders (fire_release, id) WHERE next_fire_at IS NOT NULL;
 
 -- Version 8. Queue-wide values: 'tz_release', the newest tz release the queue's fires were
--- computed with (hosts with older data do not compute back); 'paused' (version 10), present
+-- computed with (hosts with older data do not compute back); 'paused' (version 11), present
 -- while the whole queue is paused (`duequeue pause`): when, in unix ms.
 CREATE TABLE queue_meta (
     name  TEXT PRIMARY KEY,
@@ -177,7 +177,33 @@ CREATE TABLE tick_marks (
     last_ok_at  BIGINT NOT NULL
 );
 
--- Version 10. The paused reminders (`stats`, the dashboard's list), off their own index.
+-- Version 10. What the list shows of each reminder, for serve's search (schema.sql says what):
+-- a table of its own, so that a tick's updates of reminders never touch its index. pg_trgm's
+-- GIN index finds any part of 3 characters or more without reading the table. pg_trgm ships with
+-- PostgreSQL and is trusted (any role that may create in the database may add it); where it
+-- cannot be added, the index is left out and a search reads this narrow table instead
+-- (`doctor` says so).
+CREATE TABLE reminder_search (
+    reminder_id BIGINT PRIMARY KEY REFERENCES reminders (id) ON DELETE CASCADE,
+    text        TEXT NOT NULL
+);
+DO $$
+DECLARE
+    home TEXT;
+BEGIN
+    SELECT n.nspname INTO home FROM pg_extension e
+        JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+    IF home IS NULL THEN
+        home := current_schema();
+        EXECUTE format('CREATE EXTENSION pg_trgm SCHEMA %I', home);
+    END IF;
+    EXECUTE format('CREATE INDEX reminder_search_trigrams ON reminder_search '
+                   'USING gin (text %I.gin_trgm_ops)', home);
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'duequeue: no trigram index for search (%)', SQLERRM;
+END $$;
+
+-- Version 11. The paused reminders (`stats`, the dashboard's list), off their own index.
 CREATE INDEX reminders_paused ON reminders (id) WHERE paused_at IS NOT NULL;
 
-INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '10');
+INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '11');

@@ -210,8 +210,16 @@ def render_list(found: Page, st: str, search: str | None, paged: bool, read_only
         nxt = url("/reminders", state=st, search=search, before=found.next_before)
         pager.append(f'<a id="next-page" href="{h(nxt)}">Next page</a>')
     pager.append("</div>")
+    if found.partial:
+        # The search read its window (Queue.browse) before the page was full.
+        pager.insert(
+            0,
+            '<p class="note" id="partial">This search read as many reminders as one page may '
+            f"(down to id {found.next_before}) before the page was full; the next page "
+            "searches the older ones.</p>",
+        )
     bulk = []
-    if found.reminders and not read_only:
+    if (found.reminders or found.partial) and not read_only:
         if st == "dead":
             bulk.append(
                 f'<a class="button danger" href="{h(url("/retry-all", search=search))}">'
