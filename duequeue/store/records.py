@@ -273,6 +273,9 @@ class ReminderView:
     dtstart: int | None = None  # the --at instant, the RRULE's DTSTART
     start_wall: str | None = None  # the wall time --at named in tz; None for an instant
     fire_release: str | None = None  # the tz release that computed the pending fire
+    body: str = ""
+    data: str | None = None  # the JSON text as stored; None when none
+    dead_letters: int = 0  # open dead letters: dead fires not retried, of a row not cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +333,7 @@ class Stats:
     retrying: int  # pending rows backing off after failures
     leased: int  # rows a tick holds right now
     dead_letters: int  # dead fires not retried, of rows not cancelled (what inspect --dead lists)
+    dead_reminders: int  # rows not cancelled with one or more of those (the dashboard's dead list)
     retrying_targets: int  # failed targets of a partial success retrying their fire on their own
     disabled_targets: int  # targets switched off after 410 Gone, of rows not cancelled
     oldest_due_at: int | None  # the smallest next_fire_at among due rows
