@@ -248,6 +248,12 @@ def target_state(t: Target, found: History) -> str:
     return a.outcome
 
 
+def _body(body: str) -> str:
+    if not body:
+        return '<span class="muted" id="body">none</span>'
+    return f'<pre class="sends" id="body">{h(body)}</pre>'
+
+
 def _data(data: Any) -> str:
     """Return a reminder's data (masked by Queue) as indented JSON, or `none`."""
     if data is None:
@@ -271,7 +277,7 @@ def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> s
     about = facts(
         [
             ("subject", h(r.subject)),
-            ("body", f'<pre class="sends" id="body">{h(r.body)}</pre>'),
+            ("body", _body(r.body)),
             ("data (secrets masked)", _data(r.data)),
             ("key", h(r.key)),
             ("state", f'<span id="status">{status(r.status)}</span>'),
