@@ -41,7 +41,7 @@ def history_text(h: History, width: int | None) -> str:
 
     parts = [
         f"reminder {r.id} {r.subject!r}: {r.status}; next fire {iso(r.next_fire_at) or '-'}",
-        *sends_text(r),
+        *sends_text(r, width),
     ]
     if h.attempts:
         rows = [
@@ -131,18 +131,20 @@ def history_text(h: History, width: int | None) -> str:
     return "\n".join(parts)
 
 
-def sends_text(r: Reminder) -> list[str]:
+def sends_text(r: Reminder, width: int | None) -> list[str]:
     """Return what a reminder sends, a labelled line each (a body's own lines indented under
-    it); its data as compact JSON, secrets masked."""
+    it), its data as compact JSON, secrets masked; each line cut to `width` on a terminal."""
     data = "-" if r.data is None else json.dumps(r.data, ensure_ascii=False)
-    body = "\n           ".join(r.body.splitlines()) or "-"
-    return [
+    body = r.body.splitlines() or ["-"]
+    lines = [
         "sends",
         f"  subject  {r.subject}",
-        f"  body     {body}",
+        f"  body     {body[0]}",
+        *(f"           {more}" for more in body[1:]),
         f"  data     {data}",
         f"  to       {', '.join(target_text(t) for t in r.targets) or '-'}",
     ]
+    return [table.fit(line, width) for line in lines]
 
 
 def changes_json(changes: Sequence[Change], verb: str) -> dict[str, Any]:
