@@ -58,6 +58,10 @@ class Dialect:
     # The first statement of a read whose counts must agree with each other ("" when every
     # read transaction already sees one snapshot).
     snapshot: str
+    # Run in the transaction of a write that makes a fire due (add, import, retry, reschedule):
+    # tells a listening `worker` (:fire, unix ms, as text; "" when several) at commit, so it
+    # need not wait for its next poll. "" where nothing can listen (SQLite: polling only).
+    notify_due: str = ""
 
     def sql(self, text: str) -> str:
         """Return `text` with `:name` parameters in the driver's style."""
@@ -138,4 +142,6 @@ POSTGRES = Dialect(
     read_before_claim=False,
     ledger_of_fires=LEDGER_POSTGRES,
     snapshot="SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    # Delivered at commit, once per distinct payload of a transaction (pg_listen.py).
+    notify_due="SELECT pg_notify('duequeue_due', :fire)",
 )
