@@ -392,8 +392,11 @@ class Queue:
     ) -> Page:
         """Return a page of reminders in `state` (`all`, `pending`, `due`, `retrying`, `dead`:
         with a dead fire awaiting retry, `done`, `cancelled`), newest first, with ids below
-        `before` (the previous page's `next_before`). `search` matches part of the subject, key
-        or a target address, case-insensitively; `%` and `_` are plain characters."""
+        `before` (the previous page's `next_before`). `search` matches part of what the list
+        shows: the subject, key or a target's address as shown (a notify URL's tokens masked;
+        never a secret), case-insensitively; `%` and `_` are plain characters. A search reads
+        at most 20,000 reminders a page: a page it ends early is `partial`, with a
+        `next_before` that goes on below what it read."""
         if state not in _BROWSE:
             raise BadInputError(f"{state!r} is not one of {', '.join(_BROWSE)}", field="state")
         if before is not None:
@@ -403,8 +406,10 @@ class Queue:
             raise BadInputError(f"at most 1000, not {limit}", field="limit")
         if search is not None and len(search) > 255:
             raise BadInputError("at most 255 characters", field="search")
-        found, cursor = inspect.browse(self._open(), state, search or None, before, limit, _now())
-        return from_records.page(found, cursor)
+        found, cursor, partial = inspect.browse(
+            self._open(), state, search or None, before, limit, _now()
+        )
+        return from_records.page(found, cursor, partial)
 
     # -- changing ----------------------------------------------------------------------------
 

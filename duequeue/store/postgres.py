@@ -382,7 +382,28 @@ def health(run: Run, where: str, expected_version: int) -> list[HealthCheck]:
             "create it as schema_postgres.sql does (if missing)",
         )
     )
+    checks.append(_search_check(run))
     return checks
+
+
+def _search_check(run: Run) -> HealthCheck:
+    """Say whether serve's search has its trigram index (the schema leaves it out where pg_trgm
+    could not be added: a search then reads reminder_search whole)."""
+    found = run(
+        """SELECT 1 FROM pg_class c WHERE c.relname = 'reminder_search_trigrams'
+             AND c.relnamespace = current_schema()::regnamespace""",
+        {},
+    )
+    if found:
+        return HealthCheck("search index", True, "reminder_search_trigrams (pg_trgm)")
+    return HealthCheck(
+        "search index",
+        True,
+        "no trigram index: serve's search reads every reminder's search text",
+        "as a role that may: `CREATE EXTENSION pg_trgm; CREATE INDEX reminder_search_trigrams "
+        "ON reminder_search USING gin (text gin_trgm_ops)`",
+        warning=True,
+    )
 
 
 def _upgrade(cur: Cursor, version: int) -> None:

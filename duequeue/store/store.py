@@ -375,10 +375,12 @@ class Store:
 
     def browse(
         self, state: BrowseState, search: str | None, before: int | None, limit: int, now: int
-    ) -> tuple[list[ReminderView], int | None]:
+    ) -> tuple[list[ReminderView], int | None, bool]:
         """Return a page of reminders in `state`, newest id first, with ids below `before`
-        (None: from the newest), and the `before` of the next page (None: this is the last).
-        `search` matches part of the subject, key or a target address, case-insensitively."""
+        (None: from the newest), the `before` of the next page (None: this is the last), and
+        whether a search stopped at its window before the page was full (search_sql.py).
+        `search` matches part of what the list shows (subject, key, a target's shown address:
+        never a secret), case-insensitively (ASCII)."""
         return self._read(
             lambda run: dashboard_sql.browse(run, self.dialect, state, search, before, limit, now),
             "listing reminders",
