@@ -16,12 +16,14 @@ from duequeue.store.records import NewReminder, NewTarget
 
 # The fields of a spooled reminder, in NewReminder's order, targets as (channel, address) pairs
 # (and the secret, for a webhook that has its own, and the address as shown, for a channel that
-# masks it: NewTarget's order).
+# masks it: NewTarget's order); every field, what the user meant and the tz release that
+# computed it included: an import records what `add` records.
 # Plain tuples, because pickle rebuilds a frozen slotted dataclass field by field: at a million
 # rows that cost about 10 s more than the tuples and their rebuilding.
 _Flat = tuple[
-    str, str, str | None, str, int, int | None, tuple[tuple[Any, ...], ...], Any, Any, Any, Any
-]
+    str, str, str | None, str, int, int | None, tuple[tuple[Any, ...], ...],
+    Any, Any, Any, Any, Any, Any, Any, Any,
+]  # fmt: skip
 
 CHUNK = 10_000  # reminders per pickled chunk; a few MB in memory at a time
 
@@ -47,7 +49,8 @@ class Spool:
             for t in r.targets
         )
         flat = (r.subject, r.body, r.data, r.tz, r.dtstart, r.fire_at, targets)
-        self._chunk.append((*flat, r.rule_kind, r.rule, r.misfire_grace_ms, r.key))
+        rest = (r.rule_kind, r.rule, r.misfire_grace_ms, r.key, r.start_wall, r.release)
+        self._chunk.append((*flat, *rest, r.zone_digest, r.relative))
         self.count += 1
         if len(self._chunk) >= CHUNK:
             self._dump()

@@ -64,6 +64,10 @@ class Dialect:
     search_id: str
     search_match: str
     search_scan: str
+    # Run in the transaction of a write that makes a fire due (add, import, retry, reschedule):
+    # tells a listening `worker` (:fire, unix ms, as text; "" when several) at commit, so it
+    # need not wait for its next poll. "" where nothing can listen (SQLite: polling only).
+    notify_due: str = ""
 
     def sql(self, text: str) -> str:
         """Return `text` with `:name` parameters in the driver's style."""
@@ -153,4 +157,6 @@ POSTGRES = Dialect(
     search_id="reminder_id",
     search_match="text ILIKE :pattern ESCAPE '\\'",  # pg_trgm's GIN index answers it
     search_scan="text ILIKE :pattern ESCAPE '\\'",
+    # Delivered at commit, once per distinct payload of a transaction (pg_listen.py).
+    notify_due="SELECT pg_notify('duequeue_due', :fire)",
 )
