@@ -156,7 +156,9 @@ def test_rows_a_cut_client_locked_come_free_in_seconds_on_a_default_server(
     admin = site.cluster.connect("duequeue")
     admin.execute("BEGIN")
     admin.execute("LOCK TABLE reminders IN SHARE MODE")
-    p1 = site.tick(h1)
+    # A busy timeout of 5 s (lock_timeout 5 s, idle_in_transaction_session_timeout 7 s): the
+    # claim still waits when the lock goes, rather than give up first on the lock_timeout.
+    p1 = site.tick(h1, env={"DUEQUEUE_BUSY_TIMEOUT": "5"})
     site.wait(
         "h1's claim waiting on the lock",
         lambda: lock_waits(site, h1.addr["db"]) == 1,
@@ -201,6 +203,6 @@ def test_rows_a_cut_client_locked_come_free_in_seconds_on_a_default_server(
     note("rows of a cut client, default server", facts)
     assert site.ledger_twice() == 0 and site.ledger_sent() == total and site.undone() == 0
     assert len(got) == total and set(got.values()) == {1}
-    # The session's idle_in_transaction_session_timeout (busy timeout + 2 s = 3 s here), and
+    # The session's idle_in_transaction_session_timeout (busy timeout + 2 s = 7 s here), and
     # the server's TCP settings for it, end the orphaned transaction: seconds, not hours.
     assert free_in is not None and free_in < 20, facts
