@@ -119,6 +119,7 @@ class _Counts:
         "batches",
         "claimed",
         "dead",
+        "dead_letters",
         "deliveries_failed",
         "deliveries_sent",
         "errors",
@@ -140,6 +141,7 @@ class _Counts:
         self.sent = self.partial = self.retried = self.dead = self.skipped = self.released = 0
         self.deliveries_sent = self.deliveries_failed = self.unrecorded = self.refused = 0
         self.max_lateness_ms: int | None = None
+        self.dead_letters: list[tuple[int, int, str | None]] = []
         self.errors: list[str] = []
         self.stopped_by: str | None = None  # SIGTERM / SIGINT that cut the tick short
         self.lost: str | None = None  # the database error that stopped the tick's commits
@@ -166,6 +168,7 @@ class _Counts:
             unrecorded=self.unrecorded,
             refused=self.refused,
             lost=self.lost,
+            dead_letters=tuple(self.dead_letters),
         )
 
 
@@ -650,6 +653,7 @@ class _Tick:
         s.skipped += tally.applied["skipped"] + tally.skipped
         s.released += tally.released
         s.refused += tally.refused
+        s.dead_letters = tally.dead_letters
         return s.summary(self.now)
 
     # -- parts --------------------------------------------------------------------------------

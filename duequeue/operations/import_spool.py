@@ -15,12 +15,13 @@ from typing import IO, Any
 from duequeue.store.records import NewReminder, NewTarget
 
 # The fields of a spooled reminder, in NewReminder's order, targets as (channel, address) pairs
-# (and a third item, the secret, for a webhook that has its own); every field, what the user
-# meant and the tz release that computed it included: an import records what `add` records.
+# (and the secret, for a webhook that has its own, and the address as shown, for a channel that
+# masks it: NewTarget's order); every field, what the user meant and the tz release that
+# computed it included: an import records what `add` records.
 # Plain tuples, because pickle rebuilds a frozen slotted dataclass field by field: at a million
 # rows that cost about 10 s more than the tuples and their rebuilding.
 _Flat = tuple[
-    str, str, str | None, str, int, int | None, tuple[tuple[str, ...], ...],
+    str, str, str | None, str, int, int | None, tuple[tuple[Any, ...], ...],
     Any, Any, Any, Any, Any, Any, Any, Any,
 ]  # fmt: skip
 
@@ -42,7 +43,9 @@ class Spool:
         """Append one reminder."""
         r = reminder
         targets = tuple(
-            (t.channel, t.address) if t.secret is None else (t.channel, t.address, t.secret)
+            (t.channel, t.address)
+            if t.secret is None and t.shown is None
+            else (t.channel, t.address, t.secret, t.shown)
             for t in r.targets
         )
         flat = (r.subject, r.body, r.data, r.tz, r.dtstart, r.fire_at, targets)

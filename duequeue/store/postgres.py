@@ -35,6 +35,7 @@ from psycopg.conninfo import conninfo_to_dict
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.shared.redact import url as safe_url
 from duequeue.store import ops_sql, schema
+from duequeue.store.pg_listen import PgListener
 from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import POSTGRES, Row, Run
 from duequeue.store.store import Store
@@ -136,6 +137,10 @@ class PostgresBackend:
                 f"PostgreSQL {self.where}: {what} failed again after reconnecting: "
                 f"{self._line(exc)}"
             ) from exc
+
+    def listener(self) -> PgListener:
+        # Its own connection, bounded as the store's (connect, keepalives, statements).
+        return PgListener(self.url, {"application_name": f"{APPLICATION} listen", **self._settings})
 
     def close(self) -> None:
         self.conn.close()
@@ -377,7 +382,28 @@ def health(run: Run, where: str, expected_version: int) -> list[HealthCheck]:
             "create it as schema_postgres.sql does (if missing)",
         )
     )
+    checks.append(_search_check(run))
     return checks
+
+
+def _search_check(run: Run) -> HealthCheck:
+    """Say whether serve's search has its trigram index (the schema leaves it out where pg_trgm
+    could not be added: a search then reads reminder_search whole)."""
+    found = run(
+        """SELECT 1 FROM pg_class c WHERE c.relname = 'reminder_search_trigrams'
+             AND c.relnamespace = current_schema()::regnamespace""",
+        {},
+    )
+    if found:
+        return HealthCheck("search index", True, "reminder_search_trigrams (pg_trgm)")
+    return HealthCheck(
+        "search index",
+        True,
+        "no trigram index: serve's search reads every reminder's search text",
+        "as a role that may: `CREATE EXTENSION pg_trgm; CREATE INDEX reminder_search_trigrams "
+        "ON reminder_search USING gin (text gin_trgm_ops)`",
+        warning=True,
+    )
 
 
 def _upgrade(cur: Cursor, version: int) -> None:

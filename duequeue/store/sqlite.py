@@ -92,6 +92,10 @@ class SQLiteBackend:
     def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
         return ()
 
+    def listener(self) -> None:
+        # One host, no server to carry a notification: `worker` polls.
+        return None
+
     def interrupt(self) -> None:
         return None
 

@@ -23,7 +23,7 @@ from duequeue.store import (
     tz_sql,
 )
 from duequeue.store import rows as shared
-from duequeue.store.backend import Backend
+from duequeue.store.backend import Backend, Listener
 from duequeue.store.records import (
     BrowseState,
     Change,
@@ -93,6 +93,18 @@ class Store:
         their own timeouts (SQLite's busy timeout) does nothing.
         """
         self.backend.interrupt()
+
+    def listener(self) -> Listener | None:
+        """Return a wait that ends when another process makes a fire due (add, import, retry,
+        reschedule commit a notification), or None where the database cannot tell (SQLite):
+        `worker` then only polls."""
+        return self.backend.listener()
+
+    def _due(self, run: Run, fire_at: int | None) -> None:
+        """Tell listeners, at this transaction's commit, that a fire at `fire_at` (None: at
+        several instants) is now pending; nothing where nobody can listen."""
+        if self.dialect.notify_due:
+            run(self.dialect.sql(self.dialect.notify_due), {"fire": str(fire_at or "")})
 
     def note_tick(self, host: str, host_ms: int) -> int | None:
         """Note that `host` (whose clock reads `host_ms`) ticks now; return the instant the
@@ -235,12 +247,15 @@ class Store:
 
         With a key that already exists nothing is written and (existing id, False) is returned.
         """
+
         # Without a key, a repeat after a lost commit could add the reminder twice.
-        return self._write(
-            lambda run: add_sql.add(run, self.dialect, reminder, now),
-            "add",
-            repeatable=reminder.key is not None,
-        )
+        def add(run: Run) -> tuple[int, bool]:
+            added = add_sql.add(run, self.dialect, reminder, now)
+            if added[1] and reminder.fire_at is not None:
+                self._due(run, reminder.fire_at)
+            return added
+
+        return self._write(add, "add", repeatable=reminder.key is not None)
 
     def add_many(self, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
         """Insert reminders with their targets in one transaction; return (added, skipped).
@@ -252,11 +267,14 @@ class Store:
         # Keyless reminders would be added twice by a repeat after a lost commit, and a stream
         # (import's spool) is not checked for keys: that would read it all once more.
         keyed = isinstance(reminders, Sequence) and all(r.key is not None for r in reminders)
-        return self._write(
-            lambda run: add_sql.add_many(run, self.dialect, reminders, now),
-            "bulk add",
-            repeatable=keyed,
-        )
+
+        def add_many(run: Run) -> tuple[int, int]:
+            counts = add_sql.add_many(run, self.dialect, reminders, now)
+            if counts[0]:
+                self._due(run, None)  # fires of every kind: a listening worker ticks to see
+            return counts
+
+        return self._write(add_many, "bulk add", repeatable=keyed)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -322,13 +340,15 @@ class Store:
         reminder is cancelled or done (or dead, for a new schedule), when a tick holds it or one
         of its target retries, or when its pending fire is no longer `edit.seen`.
         """
+
+        def change(run: Run) -> None:
+            change_sql.change(run, self.dialect, reminder_id, edit, now)
+            if edit.schedule is not None:
+                self._due(run, edit.schedule.fire_at)
+
         # Not repeatable: a repeat after a lost commit would find the pending fire moved (by
         # this very change) and refuse, reporting a change that did happen as refused.
-        self._write(
-            lambda run: change_sql.change(run, self.dialect, reminder_id, edit, now),
-            "change",
-            repeatable=False,
-        )
+        self._write(change, "change", repeatable=False)
 
     def changes(self, reminder_id: int) -> list[tuple[int, str]]:
         """Return the changes recorded for a reminder, oldest first: (at, what)."""
@@ -355,10 +375,12 @@ class Store:
 
     def browse(
         self, state: BrowseState, search: str | None, before: int | None, limit: int, now: int
-    ) -> tuple[list[ReminderView], int | None]:
+    ) -> tuple[list[ReminderView], int | None, bool]:
         """Return a page of reminders in `state`, newest id first, with ids below `before`
-        (None: from the newest), and the `before` of the next page (None: this is the last).
-        `search` matches part of the subject, key or a target address, case-insensitively."""
+        (None: from the newest), the `before` of the next page (None: this is the last), and
+        whether a search stopped at its window before the page was full (search_sql.py).
+        `search` matches part of what the list shows (subject, key, a target's shown address:
+        never a secret), case-insensitively (ASCII)."""
         return self._read(
             lambda run: dashboard_sql.browse(run, self.dialect, state, search, before, limit, now),
             "listing reminders",
@@ -413,7 +435,13 @@ class Store:
         retries of the re-armed fire are folded into it (the row now delivers them), and a row
         with one of them leased by a tick is skipped like a leased row.
         """
-        return self._write(lambda run: ops_sql.retry_dead(run, self.dialect, ids, now), "retry")
+
+        def retry(run: Run) -> list[Change]:
+            changes = ops_sql.retry_dead(run, self.dialect, ids, now)
+            self._due(run, now)  # re-armed fires are due at once
+            return changes
+
+        return self._write(retry, "retry")
 
     def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
         """Switch disabled targets of these reminders back on; a reminder with none is skipped
