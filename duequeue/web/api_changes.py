@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from duequeue.api import jsonforms
 from duequeue.api.queue import Queue
 from duequeue.api.results import Change, Changed, QueuePause
 from duequeue.errors import BadInputError
@@ -43,7 +44,7 @@ def _only(body: dict[str, Any], allowed: frozenset[str] | tuple[str, ...], what:
 
 def _changed(done: Changed) -> web.Response:
     return web.json_response(
-        {"reminder": jsonout.reminder(done.reminder), "notes": list(done.notes)}
+        {"reminder": jsonforms.reminder(done.reminder), "notes": list(done.notes)}
     )
 
 
@@ -128,7 +129,7 @@ async def _bulk(request: web.Request, verb: bulk.Verb, body: dict[str, Any]) -> 
 
 def _queue_pause(p: QueuePause) -> web.Response:
     return web.json_response(
-        {"paused": p.paused, "since": jsonout.iso(p.since), "changed": p.changed}
+        {"paused": p.paused, "since": jsonforms.iso(p.since), "changed": p.changed}
     )
 
 

@@ -57,6 +57,7 @@ form.stack label{display:block;margin:.5em 0}form.stack input,form.stack textare
 max-width:640px;display:block}textarea{font:inherit;padding:.25em .4em}
 .actions{display:flex;flex-wrap:wrap;gap:.5em;align-items:center;margin:.5em 0 1em}
 code{background:#eef1f4;padding:0 .25em;border-radius:3px}
+pre.sends{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;font-size:.95em}
 """
 
 
@@ -173,4 +174,15 @@ def post_button(
     return (
         f'<form class="inline" method="post" action="{h(action)}">{hidden("csrf", csrf)}{extra}'
         f'<button type="submit"{cls}>{h(label)}</button></form>'
+    )
+
+
+def status(label: str) -> str:
+    """Return a reminder's status (`Reminder.status`: `done, 1 dead letter`) as labels: its
+    state, `retrying`, and its open dead letters in the dead colour."""
+    return " ".join(
+        state(part)
+        if i == 0 or part == "retrying"
+        else f'<span class="state dead">{h(part)}</span>'
+        for i, part in enumerate(label.split(", "))
     )
