@@ -181,7 +181,7 @@ def test_the_changes_take_the_admin_token(tmp_path: Path) -> None:
                 "POST", path, json_body={}, headers={"Authorization": f"Bearer {READER}"}
             )
             assert read.status == 403 and "reads only" in read.json()["detail"], path
-        assert s.fetch("GET", "/api/v1/stats", headers=AS_ADMIN).json()["paused"] == 0
+        assert s.fetch("GET", "/api/v1/stats", headers=AS_ADMIN).json()["reminders"]["paused"] == 0
         r = s.fetch("POST", f"/api/v1/reminders/{rid}/pause", headers=AS_ADMIN)
         assert r.status == 200 and r.json()["changes"][0]["applied"]
 
