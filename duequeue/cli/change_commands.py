@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from duequeue.cli import commands, context, output
+from duequeue.cli import commands, context, inputs, output
 from duequeue.cli.instants import iso
 
 if TYPE_CHECKING:
@@ -78,7 +78,8 @@ def edit(
         str | None, typer.Option(metavar="TEXT", help="A new subject.", show_default=False)
     ] = None,
     body: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="A new body.", show_default=False)
+        str | None,
+        typer.Option(metavar="TEXT", help="A new body; - reads it from stdin.", show_default=False),
     ] = None,
     data: Annotated[
         str | None,
@@ -87,6 +88,7 @@ def edit(
     email: commands.Emails = None,
     webhook: commands.Webhooks = None,
     webhook_secret: commands.WebhookSecrets = None,
+    webhook_secret_file: commands.WebhookSecretFile = None,
     notify: commands.NotifyUrls = None,
     notify_file: commands.NotifyFile = None,
     target: commands.Targets = None,
@@ -97,17 +99,18 @@ def edit(
     Target flags, if any, give the whole new set: a target kept keeps its ledger and retries,
     a removed one loses its pending retries, a new one starts fresh.
     """
+    inputs.stdin_once(body=body, notify_file=notify_file, webhook_secret_file=webhook_secret_file)
     with context.queue(ctx) as q:
         done = q.edit(
             reminder_id,
             subject=subject,
-            body=body,
+            body=inputs.body(body),
             data_json=data,
             emails=email or (),
             webhooks=webhook or (),
-            notify=[*(notify or ()), *commands.notify_lines(notify_file)],
+            notify=[*(notify or ()), *inputs.notify_lines(notify_file)],
             targets=[commands.target_pair(i, t) for i, t in enumerate(target or ())],
-            webhook_secret=webhook_secret or None,
+            webhook_secret=inputs.webhook_secrets(webhook_secret, webhook_secret_file),
         )
     _print(done, as_json, "edited")
 
