@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 def init(ctx: typer.Context) -> None:
     """Create the database (--db / DUEQUEUE_DB) if it does not exist, or check and upgrade it.
 
-    `tick` and `worker` refuse a missing database, so that a mistyped path fails loudly
-    instead of ticking an empty queue forever; `init`, `add` and `import` create one.
+    `tick`, `worker` and `serve` refuse a missing database, so that a mistyped path fails
+    loudly instead of ticking an empty queue forever; `add` and `import` create one and say so.
     """
     with context.queue(ctx, create=True) as q:
         done = q.init()

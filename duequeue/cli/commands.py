@@ -120,9 +120,10 @@ def add(
             "--at",
             metavar="WHEN",
             help="When: ISO 8601 with offset (2027-01-05T09:00+01:00), a local time read in --tz "
-            "(2027-01-05T09:00), relative (+90s, +15m, +2h, +1d, +1w; +0m is now) or 'now'; a "
-            "past time goes out at the next tick. For --rrule it is DTSTART. Optional with --cron "
-            "(default now).",
+            "(2027-01-05T09:00), relative (+90s, +15m, +2h, +1d, +1w; +0m is now), 'now', or as "
+            "said: 'tomorrow 9am', '09:00', 'monday 08:30', 'noon', 'in 2 hours' (stderr says "
+            "how it read it); a past time goes out at the next tick. For --rrule it is DTSTART. "
+            "Optional with --cron (default now).",
             show_default=False,
         ),
     ] = None,
@@ -201,9 +202,10 @@ def add(
     """Schedule a reminder; print its id alone on stdout.
 
     Times: --at takes ISO 8601 with an offset or Z, a local date-time read in --tz, +90s / +15m
-    / +2h / +1d / +1w, or now. Rules run in --tz: a wall-clock time a DST change skips fires
-    once just after the gap, a repeated one fires once (first occurrence); every-N-minutes or
-    -hours rules follow real elapsed time. Check a rule first with --dry-run.
+    / +2h / +1d / +1w, now, or 'tomorrow 9am', '09:00', 'monday 08:30', 'noon', 'in 2 hours'.
+    Rules run in --tz: a wall-clock time a DST change skips fires once just after the gap, a
+    repeated one fires once (first occurrence); every-N-minutes or -hours rules follow real
+    elapsed time. Check a rule first with --dry-run.
     """
     inputs.stdin_once(body=body, notify_file=notify_file, webhook_secret_file=webhook_secret_file)
     q = context.queue(ctx, create=True)
