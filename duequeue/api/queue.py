@@ -215,7 +215,9 @@ class Queue:
     ) -> ImportResult:
         """Add reminders from JSON Lines (one object a line, with add's arguments as fields),
         all or nothing, as `duequeue import` does: every line is checked before the database is
-        touched, then all go in one transaction; a reminder whose key exists is skipped.
+        touched, then all go in one transaction. A line whose key a live reminder holds is
+        skipped when it has that reminder's content and is a conflict otherwise, as for `add`:
+        KeyConflictError, whose `.conflicts` name every such line, and nothing is written.
 
         `progress` is called with ("checking", size of a line) for each line read, then once
         with ("writing", 0). A bad line raises BadInputError with `.line` set.
@@ -235,7 +237,7 @@ class Queue:
                     progress("writing", 0)
                 # The spool is read back a chunk at a time, inside the one transaction.
                 store = self._open()
-                imported, skipped = import_lines.write(store, spool, now)
+                imported, skipped = import_lines.write(store, spool, now, parsed.blank)
         return from_records.imported(
             imported, skipped, [*self._created_notes(store), *parsed.notes]
         )

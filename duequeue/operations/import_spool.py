@@ -15,12 +15,14 @@ from typing import IO, Any
 from duequeue.store.records import NewReminder, NewTarget
 
 # The fields of a spooled reminder, in NewReminder's order, targets as (channel, address) pairs
-# (and a third item, the secret, for a webhook that has its own).
+# (and a third item, the secret, for a webhook that has its own); last, `relative` (a time
+# from now is not compared with a live key's).
 # Plain tuples, because pickle rebuilds a frozen slotted dataclass field by field: at a million
 # rows that cost about 10 s more than the tuples and their rebuilding.
 _Flat = tuple[
-    str, str, str | None, str, int, int | None, tuple[tuple[str, ...], ...], Any, Any, Any, Any
-]
+    str, str, str | None, str, int, int | None, tuple[tuple[str, ...], ...], Any, Any, Any, Any,
+    bool,
+]  # fmt: skip
 
 CHUNK = 10_000  # reminders per pickled chunk; a few MB in memory at a time
 
@@ -44,7 +46,7 @@ class Spool:
             for t in r.targets
         )
         flat = (r.subject, r.body, r.data, r.tz, r.dtstart, r.fire_at, targets)
-        self._chunk.append((*flat, r.rule_kind, r.rule, r.misfire_grace_ms, r.key))
+        self._chunk.append((*flat, r.rule_kind, r.rule, r.misfire_grace_ms, r.key, r.relative))
         self.count += 1
         if len(self._chunk) >= CHUNK:
             self._dump()
@@ -64,9 +66,13 @@ class Spool:
                 chunk: list[_Flat] = pickle.load(self._file)
             except EOFError:
                 return
-            for subject, body, data, tz, dtstart, fire_at, targets, *rest in chunk:
+            for subject, body, data, tz, dtstart, fire_at, targets, *rule_key, relative in chunk:
                 ts = tuple(NewTarget(*t) for t in targets)
-                yield NewReminder(subject, body, data, tz, dtstart, fire_at, ts, *rest)
+                kind, rule, grace, key = rule_key
+                yield NewReminder(
+                    subject, body, data, tz, dtstart, fire_at, ts, kind, rule, grace, key,
+                    relative=relative,
+                )  # fmt: skip
 
     def close(self) -> None:
         """Drop the file."""
