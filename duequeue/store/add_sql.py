@@ -30,6 +30,8 @@ _TARGET = """INSERT INTO targets (reminder_id, channel, address, secret)
     VALUES (:rid, :channel, :address, :secret)
     ON CONFLICT DO NOTHING"""
 
+_KEYS_AT_ONCE = 500  # keys an import's conflict check looks up in one query
+
 # What makes two adds of one key the same reminder, in NewReminder's names.
 _CONTENT = ("subject", "body", "data", "rule_kind", "rule", "tz", "dtstart", "misfire_grace_ms")
 _BY_KEY = f"SELECT id, {', '.join(_CONTENT)} FROM reminders WHERE key = :key AND {LIVE}"
@@ -142,15 +144,20 @@ def _conflicts(
     (read after the chunk's inserts, so a key earlier in the same import counts too): one
     query for the chunk's keys and one for their targets, never one a row."""
     keys = sorted({r.key for _, r in skipped if r.key is not None})
-    rows = run(
-        d.sql(f"SELECT id, key, {', '.join(_CONTENT)} FROM reminders WHERE {LIVE} AND "
-              f"{d.in_ids('key', 'keys')}"),
-        {"keys": d.texts(keys)},
-    )  # fmt: skip
-    live = {row[1]: row for row in rows}
-    targets = reads.targets(run, d, [int(row[0]) for row in rows])
+    live: dict[str, Row] = {}
+    targets: dict[int, tuple[Any, ...]] = {}
+    # In slices: PostgreSQL plans `key = ANY(10,000 keys)` as a sequential scan of a million
+    # rows (0.6 s), 500 keys as an index scan (~3 ms).
+    for start in range(0, len(keys), _KEYS_AT_ONCE):
+        rows = run(
+            d.sql(f"SELECT id, key, {', '.join(_CONTENT)} FROM reminders WHERE {LIVE} AND "
+                  f"{d.in_ids('key', 'keys')}"),
+            {"keys": d.texts(keys[start : start + _KEYS_AT_ONCE])},
+        )  # fmt: skip
+        live.update((row[1], row) for row in rows)
+        targets.update(reads.targets(run, d, [int(row[0]) for row in rows]))
     for position, r in skipped:
-        row = live[r.key]
+        row = live[str(r.key)]  # skipped: so it has a key, which a live row holds
         rid = int(row[0])
         named = _differ(r, row[2:], targets.get(rid, ()))
         if named:
