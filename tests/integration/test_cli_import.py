@@ -45,6 +45,7 @@ def test_import_adds_every_line_with_the_fields_of_add(cli: Cli, tmp_path: Path)
         {"at": "+1h", "cron": "0 9 * * 1-5", "webhooks": HOOK, "key": "cron"},
         {"at": "+2h", "emails": "bob@example.com"},
     )
+    assert cli("init").code == 0
     r = cli("import", str(f))
     assert (r.code, r.out, r.err) == (0, "imported 3, skipped 0 existing keys\n", "")
     standup, weekdays, once = cli.inspect("--all")
@@ -67,6 +68,7 @@ def test_a_line_with_the_old_field_names_is_read_with_one_note(cli: Cli, tmp_pat
         {"at": "+1h", "email": "ann@example.com", "webhook": [HOOK]},
         {"at": "+2h", "webhook": HOOK},
     )
+    assert cli("init").code == 0
     r = cli("import", str(f))
     assert (r.code, r.out) == (0, "imported 2, skipped 0 existing keys\n")
     assert r.err.splitlines() == [
