@@ -205,9 +205,11 @@ def overview(o: store.Dashboard, at: datetime) -> results.Overview:
     )
 
 
-def page(found: Sequence[store.ReminderView], next_before: int | None) -> results.Page:
+def page(
+    found: Sequence[store.ReminderView], next_before: int | None, partial: bool
+) -> results.Page:
     """Return one page of `browse`."""
-    return results.Page(tuple(reminder(v) for v in found), next_before)
+    return results.Page(tuple(reminder(v) for v in found), next_before, partial)
 
 
 def prune_counts(c: store.PruneCounts, before: datetime, dry_run: bool) -> results.PruneCounts:

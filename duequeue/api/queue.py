@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -286,7 +287,10 @@ class Queue:
         interval = _duration(every, "every")
         if limit is not None:
             _positive(limit, "limit")
-        self._open_new().close()
+        # Opened first: a database that cannot be opened fails here, before the loop starts.
+        first = self._open_new()
+        listener = first.listener()  # PostgreSQL: woken by adds between polls
+        first.close()
         if on_start is not None:
             on_start()
 
@@ -301,27 +305,47 @@ class Queue:
                 on_tick(summary)
             return summary.stopped_by
 
-        worker.Worker(interval.total_seconds(), one_tick, on_error or _ignore).run()
+        worker.Worker(
+            interval.total_seconds(),
+            one_tick,
+            on_error or _ignore,
+            listener=listener,
+            wall_ms=_clock_ms,
+        ).run()
 
     # -- looking -----------------------------------------------------------------------------
 
     def inspect(
         self,
-        view: View = "dead",
+        state: View | None = None,
         *,
         limit: int | None = None,
         subject_like: str | None = None,
         target_like: str | None = None,
+        view: View | None = None,
     ) -> list[Reminder]:
-        """List dead-lettered fires (default), due, pending or all reminders, as `inspect`
-        does. `subject_like` and `target_like` are SQL LIKE patterns (`%`, `_`)."""
-        if view not in _VIEWS:
-            raise BadInputError(f"{view!r} is not one of {', '.join(_VIEWS)}", field="view")
+        """List dead-lettered fires (`state` "dead", the default), due, pending or all
+        reminders, as `inspect` does. `subject_like` and `target_like` are SQL LIKE patterns
+        (`%`, `_`). `view` is the old name of `state` (deprecated; browse() names it `state`)."""
+        if view is not None:
+            warnings.warn(
+                "Queue.inspect(view=...) is deprecated: the filter is named state=, as in "
+                "Queue.browse()",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if state is not None and state != view:
+                raise BadInputError("give state, or view (its old name), not both", field="view")
+            state = view
+        if state is None:
+            state = "dead"
+        if state not in _VIEWS:
+            raise BadInputError(f"{state!r} is not one of {', '.join(_VIEWS)}", field="state")
         if limit is not None:
             _positive(limit, "limit")
         found = inspect.reminders(
             self._open(),
-            view,
+            state,
             _now(),
             limit,
             subject_like=subject_like,
@@ -367,8 +391,11 @@ class Queue:
     ) -> Page:
         """Return a page of reminders in `state` (`all`, `pending`, `due`, `retrying`, `dead`:
         with a dead fire awaiting retry, `done`, `cancelled`), newest first, with ids below
-        `before` (the previous page's `next_before`). `search` matches part of the subject, key
-        or a target address, case-insensitively; `%` and `_` are plain characters."""
+        `before` (the previous page's `next_before`). `search` matches part of what the list
+        shows: the subject, key or a target's address as shown (a notify URL's tokens masked;
+        never a secret), case-insensitively; `%` and `_` are plain characters. A search reads
+        at most 20,000 reminders a page: a page it ends early is `partial`, with a
+        `next_before` that goes on below what it read."""
         if state not in _BROWSE:
             raise BadInputError(f"{state!r} is not one of {', '.join(_BROWSE)}", field="state")
         if before is not None:
@@ -378,8 +405,10 @@ class Queue:
             raise BadInputError(f"at most 1000, not {limit}", field="limit")
         if search is not None and len(search) > 255:
             raise BadInputError("at most 255 characters", field="search")
-        found, cursor = inspect.browse(self._open(), state, search or None, before, limit, _now())
-        return from_records.page(found, cursor)
+        found, cursor, partial = inspect.browse(
+            self._open(), state, search or None, before, limit, _now()
+        )
+        return from_records.page(found, cursor, partial)
 
     # -- changing ----------------------------------------------------------------------------
 

@@ -321,6 +321,9 @@ class Page:
 
     reminders: tuple[Reminder, ...]
     next_before: int | None  # pass as `before` for the next page; None: this is the last
+    # A search read its window (20,000 reminders) before the page was full: the page holds
+    # fewer than `limit`, and `next_before` goes on below what it read.
+    partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -323,7 +323,7 @@ def inspect(
         if on
     ]
     if len(chosen) > 1:
-        raise BadInputError("choose one of --dead, --due, --pending, --all", field="view")
+        raise BadInputError("choose one of --dead, --due, --pending, --all", field=tuple(chosen))
     view = chosen[0] if chosen else "dead"
     with context.queue(ctx) as q:
         found = q.inspect(
@@ -344,7 +344,7 @@ def inspect(
     elif not found:
         typer.echo("no reminders" if view == "all" else f"no {view} reminders")
     else:
-        typer.echo(output.reminder_table(found, table_width(wide)))
+        typer.echo(output.reminder_table(found, table_width(wide), view))
 
 
 def next_(

@@ -25,6 +25,47 @@ def target_json(t: Target | None) -> dict[str, str] | None:
     return None if t is None else {"channel": t.channel, "address": t.display}
 
 
+def reason_first(error: str | None, targets: Sequence[Target]) -> str:
+    """Return an error text with each failed target's reason before the target it names.
+
+    The engine writes `channel address: reason` per failed target (`; ` between them, a
+    `partial: ` in front); a table cut to a terminal's width would then show the target again,
+    already in its own column, and cut the reason off. Here each becomes `reason (channel
+    address)`. Only the labels of `targets` are recognised, so a text of another form (a broken
+    rule's message, a cut tail) stays as it is.
+    """
+    if not error:
+        return ""
+    prefix = "partial: " if error.startswith("partial: ") else ""
+    text = error[len(prefix) :]
+    labels = {f"{t.channel} {t.display}: " for t in targets}
+    # Where each failed target's part starts: at the text's start or after a "; ".
+    starts = sorted(
+        {
+            at
+            for label in labels
+            for at in _occurrences(text, label)
+            if at == 0 or text.startswith("; ", at - 2)
+        }
+    )
+    if not starts or starts[0] != 0:
+        return error
+    parts = []
+    for begin, end in zip(starts, [*starts[1:], len(text) + 2], strict=True):
+        part = text[begin : end - 2]
+        label = max((x for x in labels if part.startswith(x)), key=len)
+        parts.append(f"{part[len(label) :]} ({label[:-2]})")
+    return prefix + "; ".join(parts)
+
+
+def _occurrences(text: str, sub: str) -> list[int]:
+    found, at = [], text.find(sub)
+    while at >= 0:
+        found.append(at)
+        at = text.find(sub, at + 1)
+    return found
+
+
 def reminder_json(r: Reminder) -> dict[str, Any]:
     """Return the stable JSON object of one reminder (docs/reference.md documents every key)."""
     return {
@@ -56,8 +97,12 @@ def reminder_json(r: Reminder) -> dict[str, Any]:
     }
 
 
-def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
-    """Return a table of reminders: one line each fitted to `width`, or tab-separated (None)."""
+def reminder_table(reminders: Sequence[Reminder], width: int | None, view: str = "all") -> str:
+    """Return a table of reminders: one line each fitted to `width`, or tab-separated (None).
+
+    In the `dead` view every state is `dead`: that column is the first to give way there, so
+    the reason of the failure keeps the room.
+    """
     columns = (
         "id",
         "subject",
@@ -89,7 +134,7 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
                 _wall(r.local_fire_at if r.dead_fire_at is None else None),
                 "-" if late is None else f"{late:.1f}s",
                 str(r.error_count),
-                r.last_error or "",
+                reason_first(r.last_error, r.targets),
             )
         )
     return table.render(
@@ -98,7 +143,10 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
         width,
         shorten=("subject", "targets", "rule", "last error"),
         # At 80 columns: what, to whom, in which state and when, and why it failed.
-        keep=("id", "subject", "state", "fire", "targets", "last error"),
+        keep=("id", "subject", "fire", "last error", "targets")
+        if view == "dead"
+        else ("id", "subject", "state", "fire", "targets", "last error"),
+        cut_last=("last error",),
     ).with_note()
 
 

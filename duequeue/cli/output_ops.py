@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from duequeue.cli import table
 from duequeue.cli.instants import iso, seconds
-from duequeue.cli.output import reminder_json, target_json, target_text
+from duequeue.cli.output import reason_first, reminder_json, target_json, target_text
 from duequeue.cli.report import setting_source
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def history_text(h: History, width: int | None) -> str:
                 when(d.fire_at),
                 when(d.dead_at),
                 str(d.error_count),
-                d.last_error or "",
+                reason_first(d.last_error, r.targets),
                 when(d.retried_at, "-"),
             )
             for d in h.dead_letters
@@ -139,7 +139,7 @@ def history_text(h: History, width: int | None) -> str:
                 target_text(t.target),
                 str(t.error_count),
                 when(t.next_try_at),
-                t.last_error or "",
+                reason_first(t.last_error, () if t.target is None else (t.target,)),
             )
             for t in h.target_retries
         ]

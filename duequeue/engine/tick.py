@@ -119,6 +119,7 @@ class _Counts:
         "batches",
         "claimed",
         "dead",
+        "dead_letters",
         "deliveries_failed",
         "deliveries_sent",
         "errors",
@@ -140,6 +141,7 @@ class _Counts:
         self.sent = self.partial = self.retried = self.dead = self.skipped = self.released = 0
         self.deliveries_sent = self.deliveries_failed = self.unrecorded = self.refused = 0
         self.max_lateness_ms: int | None = None
+        self.dead_letters: list[tuple[int, int, str | None]] = []
         self.errors: list[str] = []
         self.stopped_by: str | None = None  # SIGTERM / SIGINT that cut the tick short
         self.lost: str | None = None  # the database error that stopped the tick's commits
@@ -166,6 +168,7 @@ class _Counts:
             unrecorded=self.unrecorded,
             refused=self.refused,
             lost=self.lost,
+            dead_letters=tuple(self.dead_letters),
         )
 
 
@@ -174,20 +177,30 @@ def tick(
 ) -> TickSummary:
     """Run one tick at instant `now` (ms); `clock` stamps ledger rows with the real send time."""
     owner = owner or uuid.uuid4().hex
-    with _rare_collections():
-        # The first claim runs here, before any thread or event loop: the tick with nothing due
-        # (the common case, every minute) stays free of asyncio, threads, aiohttp and smtplib.
-        catch_up(store, now, options.policy.max_errors)
-        first = store.claim(now, options.limit, options.policy.max_errors, options.lease_ms, owner)
-        if not first:
-            return TickSummary(at=from_ms(now))
-        if clock() - now > options.lease_ms / 2:
-            # The claim answered so late (a link that healed after a cut) that half its lease
-            # is gone: another tick may take these rows soon after. Send none of them.
-            lost = "the claim answered too late"
-            late = TickSummary(at=from_ms(now), claimed=len(first), batches=1, lost=lost)
-            raise DatabaseLostError(f"{lost}: its lease was ending", late)
-        return _Tick(store, now, options, clock, owner).run(first)
+    # The tick's deadline: shortly before the leases it takes end. No wait on the database,
+    # a reconnect included, lasts past it (Store.bound), so a tick cut from the database ends
+    # while its rows are still its own.
+    until = time.monotonic() + (now + options.lease_ms - _margin_ms(options) - clock()) / 1000
+    store.bound(until)
+    try:
+        with _rare_collections():
+            # The first claim runs here, before any thread or event loop: the tick with nothing
+            # due (the common case, every minute) stays free of asyncio, threads, aiohttp and
+            # smtplib.
+            catch_up(store, now, options.policy.max_errors)
+            o = options
+            first = store.claim(now, o.limit, o.policy.max_errors, o.lease_ms, owner)
+            if not first:
+                return TickSummary(at=from_ms(now))
+            if clock() - now > options.lease_ms / 2:
+                # The claim answered so late (a link that healed after a cut) that half its
+                # lease is gone: another tick may take these rows soon after. Send none of them.
+                lost = "the claim answered too late"
+                late = TickSummary(at=from_ms(now), claimed=len(first), batches=1, lost=lost)
+                raise DatabaseLostError(f"{lost}: its lease was ending", late)
+            return _Tick(store, now, options, clock, owner, until).run(first)
+    finally:
+        store.bound(None)
 
 
 def _margin_ms(options: TickOptions) -> int:
@@ -263,7 +276,13 @@ class _Tick:
     """The state of one tick past its first claim."""
 
     def __init__(
-        self, store: Store, now: int, options: TickOptions, clock: Callable[[], int], owner: str
+        self,
+        store: Store,
+        now: int,
+        options: TickOptions,
+        clock: Callable[[], int],
+        owner: str,
+        until: float,
     ) -> None:
         self.store, self.now, self.options, self.clock, self.owner = (
             store,
@@ -272,6 +291,7 @@ class _Tick:
             clock,
             owner,
         )
+        self.until = until  # the tick's deadline (time.monotonic()): see tick()
         self.counts = _Counts()
         self.open: dict[Claim, _Fire] = {}  # claimed, not yet resolved or released
         self.broken: list[Claim] = []  # handed back only at the end: see _broke
@@ -291,13 +311,11 @@ class _Tick:
         # A commit that finds the database busy is tried again until shortly before the leases
         # end: past that another tick may take the claims, so an outcome kept longer is no use.
         o = self.options
-        margin_ms = _margin_ms(o)
-        retry_until = time.monotonic() + (self.now + o.lease_ms - margin_ms - self.clock()) / 1000
         self.committer: commit.Committer = commit.Committer(
             commit.ThreadRunner(self.store),
             self.owner,
             self.now,
-            retry_until,
+            self.until,
             # A commit unanswered past the busy timeout (and a second to spare) means the
             # database is locked or out of reach: no new send until it answers again.
             stall_s=o.busy_timeout_s + 1,
@@ -635,6 +653,7 @@ class _Tick:
         s.skipped += tally.applied["skipped"] + tally.skipped
         s.released += tally.released
         s.refused += tally.refused
+        s.dead_letters = tally.dead_letters
         return s.summary(self.now)
 
     # -- parts --------------------------------------------------------------------------------
@@ -649,7 +668,9 @@ class _Tick:
         self.helper_started = True
 
         if helper.spare_core():
-            runner = helper.HelperRunner.start(spec.db, spec.busy_timeout_s, self.committer.runner)
+            runner = helper.HelperRunner.start(
+                spec.db, spec.busy_timeout_s, self.committer.runner, until=self.until
+            )
             if runner is not None:
                 self.committer.use(
                     runner, max_items=commit.HELPER_MAX_ITEMS, window_s=commit.HELPER_WINDOW_S

@@ -238,7 +238,14 @@ def _target(
         checked = registry.check(channel, address, settings)
     except BadInputError as exc:
         raise exc.with_field(f"{name}[{index}]") from None
-    return NewTarget(channel, checked)
+    return NewTarget(channel, checked, shown=shown(channel, checked))
+
+
+def shown(channel: str, address: str) -> str | None:
+    """Return the address as its channel shows it (what search finds), None when that is the
+    address as stored."""
+    found = registry.shown(channel, address)
+    return None if found == address else found
 
 
 def _zone_of(at: object) -> str | None:

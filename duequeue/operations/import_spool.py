@@ -15,13 +15,14 @@ from typing import IO, Any
 from duequeue.store.records import NewReminder, NewTarget
 
 # The fields of a spooled reminder, in NewReminder's order, targets as (channel, address) pairs
-# (and a third item, the secret, for a webhook that has its own); last, `relative` (a time
-# from now is not compared with a live key's).
+# (and the secret, for a webhook that has its own, and the address as shown, for a channel that
+# masks it: NewTarget's order); every field, what the user meant and the tz release that
+# computed it included: an import records what `add` records.
 # Plain tuples, because pickle rebuilds a frozen slotted dataclass field by field: at a million
 # rows that cost about 10 s more than the tuples and their rebuilding.
 _Flat = tuple[
-    str, str, str | None, str, int, int | None, tuple[tuple[str, ...], ...], Any, Any, Any, Any,
-    bool,
+    str, str, str | None, str, int, int | None, tuple[tuple[Any, ...], ...],
+    Any, Any, Any, Any, Any, Any, Any, Any,
 ]  # fmt: skip
 
 CHUNK = 10_000  # reminders per pickled chunk; a few MB in memory at a time
@@ -42,11 +43,14 @@ class Spool:
         """Append one reminder."""
         r = reminder
         targets = tuple(
-            (t.channel, t.address) if t.secret is None else (t.channel, t.address, t.secret)
+            (t.channel, t.address)
+            if t.secret is None and t.shown is None
+            else (t.channel, t.address, t.secret, t.shown)
             for t in r.targets
         )
         flat = (r.subject, r.body, r.data, r.tz, r.dtstart, r.fire_at, targets)
-        self._chunk.append((*flat, r.rule_kind, r.rule, r.misfire_grace_ms, r.key, r.relative))
+        rest = (r.rule_kind, r.rule, r.misfire_grace_ms, r.key, r.start_wall, r.release)
+        self._chunk.append((*flat, *rest, r.zone_digest, r.relative))
         self.count += 1
         if len(self._chunk) >= CHUNK:
             self._dump()
@@ -66,13 +70,9 @@ class Spool:
                 chunk: list[_Flat] = pickle.load(self._file)
             except EOFError:
                 return
-            for subject, body, data, tz, dtstart, fire_at, targets, *rule_key, relative in chunk:
+            for subject, body, data, tz, dtstart, fire_at, targets, *rest in chunk:
                 ts = tuple(NewTarget(*t) for t in targets)
-                kind, rule, grace, key = rule_key
-                yield NewReminder(
-                    subject, body, data, tz, dtstart, fire_at, ts, kind, rule, grace, key,
-                    relative=relative,
-                )  # fmt: skip
+                yield NewReminder(subject, body, data, tz, dtstart, fire_at, ts, *rest)
 
     def close(self) -> None:
         """Drop the file."""

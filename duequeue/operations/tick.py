@@ -1,8 +1,10 @@
 """What `tick` (and each of `worker`'s ticks) does between `duequeue.Queue` and the engine: the
-effective settings made into the tick's options, one tick, then the mark `stats` reads."""
+effective settings made into the tick's options, one tick, then the mark `stats` reads, and the
+alert about new dead letters (DUEQUEUE_ALERT, alert.py)."""
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from duequeue.config.settings import Settings
@@ -38,4 +40,11 @@ def run(
     # rather than fail a tick that delivered.
     with contextlib.suppress(StoreBusyError):
         store.mark_tick(to_ms(now))
+    if summary.dead_letters and settings.alert is not None:
+        # Lazy: only a tick that wrote dead letters, with someone to tell, sends an alert.
+        from duequeue.operations import alert
+
+        failed = alert.send(settings, summary, clock)
+        if failed is not None:
+            summary = replace(summary, alert_error=failed)
     return summary

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from duequeue.errors import KeyConflictError
-from duequeue.store import reads
+from duequeue.store import reads, search_sql
 from duequeue.store.records import NewReminder
 from duequeue.store.rows import REMINDER_FIELDS, add_chunks, reminder_values
 from duequeue.store.sql import Dialect, Row, Run
@@ -56,6 +56,7 @@ def add(run: Run, d: Dialect, r: NewReminder, now: int) -> tuple[int, bool]:
     rid = int(rows[0][0])
     _targets(run, d, [(rid, r)])
     _digests(run, d, [r])
+    _search(run, d, [(rid, r)])
     return rid, True
 
 
@@ -129,6 +130,7 @@ def _add_chunk(
     added, skipped = _added(chunk, returned)
     _targets(run, d, added)
     _digests(run, d, [r for _, r in added])
+    _search(run, d, added)
     if skipped:
         _conflicts(run, d, [(offset + i + 1, chunk[i]) for i in skipped], conflicts)
     return len(added), len(chunk) - len(added)
@@ -194,6 +196,12 @@ def _targets(run: Run, d: Dialect, added: Sequence[tuple[int, NewReminder]]) -> 
             for rid, r in added
             for t in r.targets
         ],
+    )
+
+
+def _search(run: Run, d: Dialect, added: Sequence[tuple[int, NewReminder]]) -> None:
+    search_sql.put(
+        run, d, [(rid, search_sql.text(r.subject, r.key, r.targets)) for rid, r in added]
     )
 
 

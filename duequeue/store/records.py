@@ -30,6 +30,9 @@ class NewTarget:
     address: str
     # A webhook's own signing secret(s), space-separated; None: DUEQUEUE_WEBHOOK_SECRET.
     secret: str | None = field(default=None, repr=False)
+    # The address as every view shows it (its channel's `shown`: a notify URL's tokens masked),
+    # which is what search finds; None: shown as stored.
+    shown: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,9 @@ class Edit:
     schedule: NewSchedule | None = None
     content: dict[str, str | None] = field(default_factory=dict)  # subject, body, data
     targets: tuple[NewTarget, ...] | None = None  # the whole new set, when they change
+    # What search finds of the reminder after the change (search_sql.text), when the subject or
+    # the targets change; None: as it was.
+    search: str | None = None
 
 
 @dataclass(slots=True)

@@ -125,6 +125,7 @@ async def list_reminders(request: web.Request) -> web.Response:
         {
             "reminders": [jsonout.reminder(r) for r in page.reminders],
             "next_before": page.next_before,
+            "partial": page.partial,
         }
     )
 

@@ -253,7 +253,14 @@ def document(read_only: bool) -> dict[str, Any]:
                 "summary": "List reminders, newest first (keyset pages)",
                 "parameters": [
                     {"name": "state", "in": "query", "schema": {"enum": _STATES}},
-                    {"name": "search", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "search",
+                        "in": "query",
+                        "description": "part of the subject, key or a target's address as "
+                        "shown (secrets masked, never searched); at most 20,000 reminders "
+                        "are read a page (see `partial`)",
+                        "schema": {"type": "string"},
+                    },
                     {
                         "name": "before",
                         "in": "query",
@@ -271,6 +278,9 @@ def document(read_only: bool) -> dict[str, Any]:
                             {
                                 "reminders": {"type": "array", "items": _ref("Reminder")},
                                 "next_before": {"type": ["integer", "null"]},
+                                # A search read its window before the page was full; the
+                                # next page (next_before) goes on below what it read.
+                                "partial": {"type": "boolean"},
                             }
                         )
                     ),

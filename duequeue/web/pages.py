@@ -173,6 +173,14 @@ def render_list(found: Page, st: str, search: str | None, paged: bool, read_only
         nxt = url("/reminders", state=st, search=search, before=found.next_before)
         pager.append(f'<a id="next-page" href="{h(nxt)}">Next page</a>')
     pager.append("</div>")
+    if found.partial:
+        # The search read its window (Queue.browse) before the page was full.
+        pager.insert(
+            0,
+            '<p class="note" id="partial">This search read as many reminders as one page may '
+            f"(down to id {found.next_before}) before the page was full; the next page "
+            "searches the older ones.</p>",
+        )
     retry_all = ""
     if st == "dead" and found.reminders and not read_only:
         retry_all = (

@@ -247,7 +247,7 @@ def test_unknown_ids_and_bad_arguments_name_their_field(queue: Queue) -> None:
         (lambda: queue.enable(), "ids"),
         (lambda: queue.retry(), "ids"),
         (lambda: queue.retry(1, all_dead=True), "ids"),
-        (lambda: queue.inspect("old"), "view"),  # type: ignore[arg-type]
+        (lambda: queue.inspect("old"), "state"),  # type: ignore[arg-type]
         (lambda: queue.inspect(limit=0), "limit"),
         (lambda: queue.tick(limit=0), "limit"),
         (lambda: queue.next_fires(1, count=0), "count"),
@@ -469,3 +469,19 @@ def test_a_queue_reopens_after_close(db_path: Path) -> None:
     q.close()
     assert len(q.inspect("all")) == 1
     q.close()
+
+
+def test_inspect_and_browse_name_their_filter_state_and_view_still_works_with_a_warning(
+    queue: Queue,
+) -> None:
+    with freeze_time(T0):
+        added = queue.add(at="+1h", webhooks=["https://hooks.example.com/r"])
+        assert [r.id for r in queue.inspect(state="pending")] == [added.id]
+        assert [r.id for r in queue.browse(state="pending").reminders] == [added.id]
+        assert [r.id for r in queue.inspect("pending")] == [added.id]  # positional, as before
+        with pytest.warns(DeprecationWarning, match=r"inspect\(view=\.\.\.\) is deprecated"):
+            assert [r.id for r in queue.inspect(view="pending")] == [added.id]
+        with pytest.warns(DeprecationWarning), pytest.raises(BadInputError) as both:
+            queue.inspect(state="dead", view="pending")
+        assert both.value.field == "view"
+        assert queue.inspect() == []  # the default is still the dead letters

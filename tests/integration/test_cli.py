@@ -206,6 +206,7 @@ def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
         "lost",
         "errors",
         "stopped_by",
+        "alert_error",
     }
     assert summary["max_lateness_s"] is None
     assert summary["errors"] == []

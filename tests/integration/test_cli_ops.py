@@ -175,6 +175,18 @@ def test_retry_needs_ids_or_all_dead_but_not_both(cli: Cli) -> None:
     assert (r.code, r.err) == (2, "duequeue: error: ID: no reminder with id 5\n")
 
 
+def test_retry_all_dead_with_nothing_dead_says_so_and_exits_0(cli: Cli) -> None:
+    cli.add("--at", "+1h", "--webhook", HOOK)
+    r = cli("retry", "--all-dead")
+    # Before: only `retried 0, skipped 0`.
+    assert (r.code, r.out, r.err) == (
+        0,
+        "nothing to retry: no dead fire awaits retry\nretried 0, skipped 0\n",
+        "",
+    )
+    assert cli("retry", "--all-dead", "--json").json() == {"retried": [], "skipped": []}
+
+
 def test_retry_json_reports_retried_and_skipped(cli: Cli, http: HttpSink) -> None:
     rid = dead_hook(cli, http, "/missing", status=404)
     fine = cli.add("--at", "+1h", "--webhook", HOOK)
@@ -286,6 +298,24 @@ def test_stats_writes_a_prometheus_textfile_a_real_parser_reads(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
     both = cli("stats", "--prometheus", str(prom), "--json")
     assert both.json()["due"] == 1
+
+
+def test_stats_prometheus_dash_writes_stdout_and_no_file(
+    cli: Cli, http: HttpSink, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dead_hook(cli, http)
+    monkeypatch.chdir(tmp_path)
+    r = cli("stats", "--prometheus", "-")
+    assert (r.code, r.err) == (0, "")
+    families = {f.name: f for f in text_string_to_metric_families(r.out)}
+    assert [s.value for s in families["duequeue_dead_letters"].samples] == [1]
+    assert r.out.endswith("\n") and not r.out.endswith("\n\n")
+    assert not (tmp_path / "-").exists()  # before: a file named `-`
+    both = cli("stats", "--prometheus", "-", "--json")
+    assert (both.code, both.out) == (2, "")
+    assert both.err == (
+        "duequeue: error: --prometheus: - writes to stdout, as --json does: choose one\n"
+    )
 
 
 def test_stats_says_no_tick_ever_succeeded_on_a_new_database(cli: Cli, tmp_path: Path) -> None:
