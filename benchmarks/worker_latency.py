@@ -9,6 +9,8 @@ worker's interval and times the moment its webhook reaches a loopback receiver.
 """
 
 import argparse
+import functools
+import operator
 import os
 import random
 import secrets
@@ -80,7 +82,8 @@ def latencies(db: str, n: int, every: int) -> list[float]:
                 start = time.monotonic()
                 q.add(at="now", webhooks=[url + path])
                 with sink.cond:
-                    sink.cond.wait_for(lambda p=path: p in sink.arrived, timeout=3 * every)
+                    arrived = functools.partial(operator.contains, sink.arrived, path)
+                    sink.cond.wait_for(arrived, timeout=3 * every)
                 out.append(sink.arrived[path] - start)
         return out
     finally:

@@ -31,6 +31,7 @@ def idle(summary: TickSummary) -> bool:
         and summary.lost is None
         and not summary.refused
         and not summary.unrecorded
+        and summary.alert_error is None
     )
 
 

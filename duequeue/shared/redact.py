@@ -5,7 +5,8 @@ channels/notify.py masks Apprise URLs themselves, as only Apprise knows their pa
 
 A postgresql:// --db URL or an smtp:// DUEQUEUE_SMTP_URL may carry a password, in its user part
 or (libpq) as a `password=` query parameter; `inspect`, `config`, `doctor`, the worker's log and
-every error message show the URL with those masked. A file path is shown as given.
+every error message show the URL with those masked. A file path is shown as given. The address
+of a target whose channel this process does not know is shown as the mask alone (`whole`).
 """
 
 import re
@@ -31,6 +32,12 @@ def url(value: str) -> str:
     if query:
         query = "&".join(f"{k}={MASK if k == 'password' else v}" for k, v in parse_qsl(query, True))
     return parts._replace(netloc=netloc, query=query).geturl()
+
+
+def whole(value: str) -> str:
+    """Return nothing of `value`: an address whose channel this process does not know (only
+    its channel knows which parts are secret), shown as the mask alone."""
+    return MASK
 
 
 def secrets(text: str, url: str) -> str:

@@ -175,7 +175,8 @@ class Fire:
 @dataclass(slots=True)
 class DeliveryRecord:
     """One attempt of one target for one fire, for the ledger; `retry_at`: after a failure
-    that may clear, the earliest time of the next attempt (the backoff, Retry-After)."""
+    that may clear, the earliest time of the next attempt (the backoff, Retry-After); `gone`:
+    the endpoint answered 410 Gone."""
 
     reminder_id: int
     target_id: int
@@ -185,6 +186,9 @@ class DeliveryRecord:
     attempt: int
     at: int
     retry_at: int | None = None
+    # The endpoint answered 410 Gone: the target is switched off with the record itself, a fact
+    # like the attempt, whether the tick then settles the fire or hands its claim back.
+    gone: bool = False
 
 
 @dataclass(slots=True)

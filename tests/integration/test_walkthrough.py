@@ -141,7 +141,8 @@ def _run(steps: list[Step], setup: list[str], db_path: Path) -> None:
                 cli.advance(seconds=12 if n else 1)
                 r = cli(*args, env={} if piped else {"DUEQUEUE_FORCE_TTY": "80"})
                 assert r.code == 0, (step.command, r.err)
-                out = r.out.replace(f"127.0.0.1:{down}/", "127.0.0.1:8098/")
+                out = r.out.replace(str(db_path), "~/dq/dq.db")  # as the page names it
+                out = out.replace(f"127.0.0.1:{down}/", "127.0.0.1:8098/")
                 out = out.replace(f"127.0.0.1:{rent.port}/", "127.0.0.1:8099/")
                 if piped:
                     step.printed += _cut(out, [int(f) for f in rest[1][2:].split(",")])

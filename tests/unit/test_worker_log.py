@@ -49,6 +49,7 @@ def test_a_tick_that_did_something_is_always_logged() -> None:
     assert log.tick(IDLE) is None
     assert log.tick(replace(IDLE, errors=("row 7: bad rule",))) is not None
     assert log.tick(replace(IDLE, stopped_by="SIGTERM")) is not None
+    assert log.tick(replace(IDLE, alert_error="smtp: connection refused")) is not None
 
 
 def test_a_failure_is_logged_when_new_its_repeats_hourly_and_the_recovery_at_once() -> None:
