@@ -5,12 +5,14 @@ TickSummary)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from duequeue.api import results
 from duequeue.config.settings import Origins, Settings, masked
+from duequeue.shared import redact
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms
 from duequeue.store import records as store
@@ -32,6 +34,11 @@ _MS = timedelta(milliseconds=1)
 
 def _when(ms: int | None) -> datetime | None:
     return None if ms is None else from_ms(ms)
+
+
+def when(ms: int | None) -> datetime | None:
+    """Return stored milliseconds as an aware UTC datetime; None stays None."""
+    return _when(ms)
 
 
 def target(t: store.Target) -> results.Target:
@@ -71,12 +78,25 @@ def reminder(v: store.ReminderView) -> results.Reminder:
         start_wall=None if v.start_wall is None else datetime.fromisoformat(v.start_wall),
         local_fire_at=_local(v.fire_at, v.tz),
         fire_release=v.fire_release,
+        body=v.body,
+        data=None if v.data is None else redact.data(json.loads(v.data)),
+        dead_letters=v.dead_letters,
+        paused_at=_when(v.paused_at),
     )
 
 
 def changed(view: store.ReminderView, notes: Iterable[str]) -> results.Changed:
     """Return what reschedule or edit did."""
     return results.Changed(reminder(view), tuple(notes))
+
+
+def on_clock(at: datetime, tz: str) -> datetime | None:
+    """Return an instant on the clocks of the IANA zone `tz` (the zone data duequeue computes
+    fires with), or None for a zone this data lacks."""
+    try:
+        return at.astimezone(zones.zone(tz))
+    except (KeyError, ValueError, OSError):
+        return None
 
 
 def _local(at: int | None, tz: str) -> datetime | None:
@@ -140,6 +160,11 @@ def history(ledger: Ledger) -> results.History:
     )
 
 
+def queue_pause(paused: bool, since: int | None, changed: bool) -> results.QueuePause:
+    """Return the whole queue's pause after `pause_queue` or `resume_queue`."""
+    return results.QueuePause(paused, _when(since), changed)
+
+
 def changes(found: Sequence[store.Change]) -> list[results.Change]:
     """Return what `retry`, `cancel` or `enable` did, reminder by reminder."""
     return [results.Change(c.reminder_id, _when(c.fire_at), c.skipped) for c in found]
@@ -157,6 +182,7 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         retrying=s.retrying,
         leased=s.leased,
         dead_letters=s.dead_letters,
+        dead_reminders=s.dead_reminders,
         retrying_targets=s.retrying_targets,
         disabled_targets=s.disabled_targets,
         oldest_due_at=_when(s.oldest_due_at),
@@ -168,6 +194,8 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         hosts=tuple(results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS) for h in s.hosts),
         moved_fires=s.moved_fires,
         lower_bounds=s.lower_bounds,
+        paused=s.paused,
+        queue_paused_since=_when(s.queue_paused_at),
     )
 
 

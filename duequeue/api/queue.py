@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         Page,
         Preview,
         PruneCounts,
+        QueuePause,
         Recomputed,
         Reminder,
         Stats,
@@ -116,6 +117,7 @@ class Queue:
         self.settings, self._origins = load_settings_traced(flags, config_file=config_file)
         self._create = create
         self._store: Store | None = None
+        self._said_created = False
 
     @property
     def location(self) -> str:
@@ -168,11 +170,7 @@ class Queue:
         store = self._open()
         rid, created = add.write(store, reminder, now)
         if not created:
-            return from_records.added(
-                rid,
-                False,
-                [f"key {key!r} exists: reminder {rid}, with the same content; nothing added"],
-            )
+            return from_records.added(rid, False, [add.kept_note(store, rid, reminder, req.at)])
         notes = [
             *self._created_notes(store),
             *add.add_notes(reminder, self.settings, now, req.at),
@@ -220,7 +218,9 @@ class Queue:
     ) -> ImportResult:
         """Add reminders from JSON Lines (one object a line, with add's arguments as fields),
         all or nothing, as `duequeue import` does: every line is checked before the database is
-        touched, then all go in one transaction; a reminder whose key exists is skipped.
+        touched, then all go in one transaction. A line whose key a live reminder holds is
+        skipped when it has that reminder's content and is a conflict otherwise, as for `add`:
+        KeyConflictError, whose `.conflicts` name every such line, and nothing is written.
 
         `progress` is called with ("checking", size of a line) for each line read, then once
         with ("writing", 0). A bad line raises BadInputError with `.line` set.
@@ -240,7 +240,7 @@ class Queue:
                     progress("writing", 0)
                 # The spool is read back a chunk at a time, inside the one transaction.
                 store = self._open()
-                imported, skipped = import_lines.write(store, spool, now)
+                imported, skipped = import_lines.write(store, spool, now, parsed.blank)
         return from_records.imported(
             imported, skipped, [*self._created_notes(store), *parsed.notes]
         )
@@ -508,10 +508,48 @@ class Queue:
             _some(ids)
         return from_records.changes(cancel_retry_prune.retry(self._open(), ids, all_dead, _now()))
 
-    def cancel(self, *ids: int) -> list[Change]:
-        """Cancel reminders so they never fire again (`inspect("all")` still lists them)."""
+    def cancel(self, *ids: int, key: str | None = None) -> list[Change]:
+        """Cancel reminders so they never fire again (`inspect("all")` still lists them):
+        those of `ids`, or with `key` the live reminder (pending, paused or dead) holding that
+        key (NotFoundError with field `key` when none does)."""
+        if key is not None:
+            if ids:
+                raise BadInputError("give reminder ids or a key, not both", field=("ids", "key"))
+            return from_records.changes(cancel_retry_prune.cancel_key(self._open(), key, _now()))
         _some(ids)
         return from_records.changes(cancel_retry_prune.cancel(self._open(), ids, _now()))
+
+    def pause(self, *ids: int) -> list[Change]:
+        """Pause reminders (`duequeue pause ID`): no tick delivers their pending fire, nor
+        their targets' own retries, until `resume`. Skipped with a reason: a reminder done,
+        dead, cancelled or already paused, or one a tick is delivering right now (try again).
+        Recorded in `history`."""
+        _some(ids)
+        return from_records.changes(cancel_retry_prune.pause(self._open(), ids, _now()))
+
+    def resume(self, *ids: int) -> list[Change]:
+        """Resume paused reminders (`duequeue resume ID`): the pending fire is due again, at
+        the next tick if its time passed while paused (or skipped past its misfire grace, as
+        after missed ticks). Each change's `fire_at` is that fire. Recorded in `history`."""
+        _some(ids)
+        return from_records.changes(cancel_retry_prune.resume(self._open(), ids, _now()))
+
+    def paused_since(self) -> datetime | None:
+        """Return since when the whole queue is paused, None when it is not (`inspect` and
+        serve's pages say so)."""
+        return from_records.when(cancel_retry_prune.queue_paused(self._open()))
+
+    def pause_queue(self) -> QueuePause:
+        """Pause the whole queue (`duequeue pause`): every tick claims and delivers nothing,
+        and says so, until `resume_queue`. Reminders can still be added and changed."""
+        since, changed = cancel_retry_prune.pause_queue(self._open(), _now())
+        return from_records.queue_pause(True, since, changed)
+
+    def resume_queue(self) -> QueuePause:
+        """Resume the whole queue (`duequeue resume`): the next tick delivers what is due,
+        a fire missed meanwhile once (as after missed ticks)."""
+        since, changed = cancel_retry_prune.resume_queue(self._open())
+        return from_records.queue_pause(False, since, changed)
 
     def enable(self, *ids: int) -> list[Change]:
         """Switch back on the targets disabled after their endpoint answered 410 Gone."""
@@ -582,11 +620,27 @@ class Queue:
         return open_store(s.db, s.busy_timeout, create=self._create if create is None else create)
 
     def _created_notes(self, store: Store) -> list[str]:
-        """Say where the default database is when this call made it: a user who named none
-        learns where it is (one named by --db, DUEQUEUE_DB or the config was asked for)."""
-        if not store.created or self._origins.sources.get("db") != "default":
+        """Say so every time a call other than init makes the database: a mistyped --db or
+        DUEQUEUE_DB would otherwise leave reminders in a new queue no tick ever reads."""
+        if not store.created or self._said_created:
             return []
-        return [f"note: created a new database {self.location} (the default; --db names another)"]
+        self._said_created = True  # once: a later call of this Queue adds to a database it made
+        source = self._origins.sources.get("db")
+        if source == "default":
+            return [
+                f"note: created a new database {self.location} (the default; --db names another)"
+            ]
+        kind = "URL" if "://" in self.settings.db else "path"
+        where = {"argument": f"the {kind} given", "config file": f"the {kind} in the config file"}
+        made = (
+            f"created duequeue's tables in {self.location}"
+            if kind == "URL"
+            else f"created a new database {self.location}"
+        )
+        return [
+            f"note: {made} ({where.get(source or '', f'the {kind} in {source}')}); if that is "
+            "not the database your ticks run on, nothing added here is sent"
+        ]
 
 
 def check_setup(

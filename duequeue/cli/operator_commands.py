@@ -1,6 +1,6 @@
-"""The operator's commands (import, history, retry, enable, cancel, stats, prune, doctor,
-worker, config): flags, one `duequeue.Queue` call, output. Registered on the app in app.py; a
-DuequeueError is left to the app to report (cli/report.py)."""
+"""The operator's commands (import, history, retry, enable, cancel, pause, resume, stats,
+prune, doctor, worker, config): flags, one `duequeue.Queue` call, output. Registered on the app
+in app.py; a DuequeueError is left to the app to report (cli/report.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from duequeue.api import jsonforms
 from duequeue.api.prometheus import text as prometheus_text
 from duequeue.api.queue import Queue, check_setup
 from duequeue.cli import context, output_ops
@@ -21,7 +22,7 @@ from duequeue.cli.worker_log import WorkerLog
 from duequeue.errors import BadInputError, DuequeueError
 
 if TYPE_CHECKING:
-    from duequeue.api.results import Change, ImportResult, TickSummary
+    from duequeue.api.results import Change, ImportResult, QueuePause, TickSummary
 
 IDS = Annotated[
     list[int] | None, typer.Argument(metavar="ID", help="Reminder ids.", show_default=False)
@@ -41,7 +42,8 @@ def import_(
     ],
     as_json: JSON = False,
 ) -> None:
-    """Add reminders from JSON Lines, all or nothing; existing keys are skipped."""
+    """Add reminders from JSON Lines, all or nothing; a live key with the same content is
+    skipped, with other content the import is refused (exit 1, the lines named), as for add."""
     with context.queue(ctx, create=True) as q:
         if file == "-":
             result = _import(q, sys.stdin.buffer, None)
@@ -97,7 +99,7 @@ def history(
     with context.queue(ctx) as q:
         found = q.history(reminder_id)
     if as_json:
-        _echo_json(output_ops.history_json(found))
+        _echo_json(jsonforms.history(found))
     else:
         typer.echo(output_ops.history_text(found, table_width(wide)))
 
@@ -119,11 +121,60 @@ def retry(
     _changes(changes, "retried", as_json)
 
 
-def cancel(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
+def cancel(
+    ctx: typer.Context,
+    ids: IDS = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            metavar="KEY",
+            help="Cancel the live reminder holding this key (as given to add --key).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: JSON = False,
+) -> None:
     """Cancel reminders so they never fire again (inspect --all still lists them)."""
     with context.queue(ctx) as q:
-        changes = q.cancel(*(ids or ()))
+        changes = q.cancel(*(ids or ()), key=key)
     _changes(changes, "cancelled", as_json)
+
+
+def pause(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
+    """Pause reminders, or without ID the whole queue: no tick delivers them until `resume`.
+
+    A paused queue's ticks claim nothing and say so in their line and JSON; `stats`,
+    `inspect` and `doctor` say so too. A paused reminder keeps its pending fire (`inspect
+    --all` shows it `paused`); one a tick is delivering right now is skipped: try again.
+    """
+    with context.queue(ctx) as q:
+        if ids:
+            _changes(q.pause(*ids), "paused", as_json)
+            return
+        done = q.pause_queue()
+    _queue_pause(done, as_json)
+
+
+def resume(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
+    """Resume paused reminders, or without ID the whole queue.
+
+    A fire whose time passed while paused goes out once at the next tick (or is skipped past
+    its misfire grace), as after missed ticks.
+    """
+    with context.queue(ctx) as q:
+        if ids:
+            _changes(q.resume(*ids), "resumed", as_json)
+            return
+        done = q.resume_queue()
+    _queue_pause(done, as_json)
+
+
+def _queue_pause(done: QueuePause, as_json: bool) -> None:
+    if as_json:
+        _echo_json(output_ops.queue_pause_json(done))
+    else:
+        typer.echo(output_ops.queue_pause_text(done))
 
 
 def enable(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
@@ -163,7 +214,7 @@ def stats(
     if to_stdout:
         typer.echo(prometheus_text(figures), nl=False)
     elif as_json:
-        _echo_json(output_ops.stats_json(figures))
+        _echo_json(jsonforms.stats(figures))
     elif prometheus is None:
         typer.echo(output_ops.stats_text(figures))
 

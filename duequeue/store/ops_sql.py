@@ -7,7 +7,7 @@ seam); none of them commits or reads the clock.
 from collections.abc import Sequence
 
 from duequeue.errors import NotFoundError
-from duequeue.store import retries, tz_sql
+from duequeue.store import pause_sql, retries, tz_sql
 from duequeue.store.records import (
     Change,
     HealthCheck,
@@ -30,14 +30,16 @@ class DryRun(Exception):
 
 
 def states(run: Run, d: Dialect, ids: Sequence[int]) -> dict[int, Row]:
-    """Return id -> (rule, fire_at, lease_until, done_at, cancelled_at); raise on unknown ids.
+    """Return id -> (rule, fire_at, lease_until, done_at, cancelled_at, paused_at); raise on
+    unknown ids.
 
     On PostgreSQL the rows are locked, in id order, so that a tick cannot claim one between
     the check and the change.
     """
     rows = run(
         d.sql(
-            f"""SELECT id, rule, fire_at, lease_until, done_at, cancelled_at FROM reminders
+            f"""SELECT id, rule, fire_at, lease_until, done_at, cancelled_at, paused_at
+                FROM reminders
                 WHERE {d.in_ids("id", "ids")} ORDER BY id {d.for_update}"""
         ),
         {"ids": d.ids(ids)},
@@ -64,6 +66,7 @@ def cancel(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
         run(
             d.sql(
                 """UPDATE reminders SET cancelled_at = :now, next_fire_at = NULL,
+                       paused_at = NULL,
                        lease_owner = NULL, lease_until = NULL, updated_at = :now
                    WHERE id = :id"""
             ),
@@ -71,6 +74,21 @@ def cancel(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
         )
         changes.append(Change(rid))
     return changes
+
+
+def cancel_key(run: Run, d: Dialect, key: str, now: int) -> list[Change]:
+    """Cancel the live reminder holding `key`; see Store.cancel_key."""
+    # Off the unique index of live keys (reminders_live_key): at most one row holds it.
+    found = run(
+        d.sql(
+            """SELECT id FROM reminders
+               WHERE key = :key AND done_at IS NULL AND cancelled_at IS NULL"""
+        ),
+        {"key": key},
+    )
+    if not found:
+        raise NotFoundError(f"no live reminder with key {key[:64]!r}", field="key")
+    return cancel(run, d, [int(found[0][0])], now)
 
 
 def retry_dead(run: Run, d: Dialect, ids: Sequence[int] | None, now: int) -> list[Change]:
@@ -154,6 +172,8 @@ def _deliverable(run: Run, d: Dialect, rid: int, fire: int) -> bool:
 # only, so a leased row is due (claim_sql.py). dead_letters: open ones, of rows not cancelled.
 # `id > 0` (every id is) makes SQLite walk reminders_retrying: without it, it walks all of
 # reminders_due reading each row (a second at 10^6), its planner taking IS NOT NULL for a range.
+_OPEN_LETTERS = """dead_letters d WHERE d.retried_at IS NULL AND NOT EXISTS
+    (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id AND r.cancelled_at IS NOT NULL)"""
 _COUNTED: dict[str, str] = {
     "pending": "reminders WHERE next_fire_at IS NOT NULL",
     "done": "reminders WHERE done_at IS NOT NULL AND cancelled_at IS NULL",
@@ -165,14 +185,16 @@ _COUNTED: dict[str, str] = {
     # An anti-join on reminders_cancelled (every letter has its reminder: a foreign key), which
     # PostgreSQL merges index-only; the inner join it replaced was a hash join over all of
     # reminders there (220 ms at 10^6).
-    "dead_letters": """dead_letters d WHERE d.retried_at IS NULL AND NOT EXISTS
-        (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id AND r.cancelled_at IS NOT NULL)""",
+    "dead_letters": _OPEN_LETTERS,
+    # The reminders those letters belong to (what every view marks `dead`).
+    "dead_reminders": _OPEN_LETTERS,
+    "paused": "reminders WHERE paused_at IS NOT NULL",  # off 0011's index
 }
 
 
 # These two read a row per index entry (the lease; the reminder of a dead letter), about ten
 # times what an entry alone costs, so a capped count of them stops at a tenth of the cap.
-_READS_ROWS = ("leased", "dead_letters")
+_READS_ROWS = ("leased", "dead_letters", "dead_reminders")
 
 
 def _count(name: str, rows: str, capped: bool) -> str:
@@ -180,10 +202,11 @@ def _count(name: str, rows: str, capped: bool) -> str:
     `capped` at most :over (or :over_rows) of them, one more than the cap so that a count above
     it shows it was reached. A capped count walks a bounded part of an index, whatever the
     table holds."""
+    what = "DISTINCT d.reminder_id" if name == "dead_reminders" else "1"
     if not capped:
-        return f"(SELECT count(*) FROM {rows})"
+        return f"(SELECT count({'*' if what == '1' else what}) FROM {rows})"
     over = ":over_rows" if name in _READS_ROWS else ":over"
-    return f"(SELECT count(*) FROM (SELECT 1 FROM {rows} LIMIT {over}) c)"
+    return f"(SELECT count(*) FROM (SELECT {what} FROM {rows} LIMIT {over}) c)"
 
 
 def caps(cap: int) -> dict[str, int]:
@@ -258,6 +281,9 @@ def stats(run: Run, d: Dialect, now: int, cap: int | None = None) -> Stats:
         last_tick_ok_at=last_tick_ok(run, d),
         moved_fires=tz_sql.count_moves(run, d),
         lower_bounds=tuple(lower),
+        paused=state["paused"],
+        dead_reminders=state["dead_reminders"],
+        queue_paused_at=pause_sql.queue_paused(run, d),
     )
 
 

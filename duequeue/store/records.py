@@ -19,7 +19,7 @@ from typing import Literal
 # notify, or any other; the store keeps it as it is given.
 Channel = str
 View = Literal["dead", "due", "pending", "all"]
-State = Literal["pending", "done", "dead", "cancelled"]
+State = Literal["pending", "paused", "done", "dead", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +283,10 @@ class ReminderView:
     dtstart: int | None = None  # the --at instant, the RRULE's DTSTART
     start_wall: str | None = None  # the wall time --at named in tz; None for an instant
     fire_release: str | None = None  # the tz release that computed the pending fire
+    body: str = ""
+    data: str | None = None  # the JSON text as stored; None when none
+    dead_letters: int = 0  # open dead letters: dead fires not retried, of a row not cancelled
+    paused_at: int | None = None  # when `pause` paused it; its pending fire is then fire_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +344,7 @@ class Stats:
     retrying: int  # pending rows backing off after failures
     leased: int  # rows a tick holds right now
     dead_letters: int  # dead fires not retried, of rows not cancelled (what inspect --dead lists)
+    dead_reminders: int  # rows not cancelled with one or more of those (the dashboard's dead list)
     retrying_targets: int  # failed targets of a partial success retrying their fire on their own
     disabled_targets: int  # targets switched off after 410 Gone, of rows not cancelled
     oldest_due_at: int | None  # the smallest next_fire_at among due rows
@@ -350,6 +355,8 @@ class Stats:
     last_tick_ok_at: int | None = None  # when a tick last ended without error; None: never
     hosts: tuple[HostTick, ...] = ()  # on a shared database: the hosts that ticked in a day
     moved_fires: int = 0  # pending fires moved by zone rules changes (fire_moves)
+    paused: int = 0  # reminders paused (`pause ID`): not pending, not due
+    queue_paused_at: int | None = None  # since when the whole queue is paused; None: it is not
     # The counts that stopped at a cap (ops_sql.stats): each is a lower bound, not exact.
     lower_bounds: tuple[str, ...] = ()
 
@@ -365,7 +372,7 @@ class PruneCounts:
 
 
 # What the dashboard lists (serve): inspect's states, and the ones only a person browsing asks for.
-BrowseState = Literal["all", "pending", "due", "retrying", "dead", "done", "cancelled"]
+BrowseState = Literal["all", "pending", "due", "retrying", "paused", "dead", "done", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)

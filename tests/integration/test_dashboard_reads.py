@@ -7,8 +7,9 @@ from datetime import timedelta
 import pytest
 
 from duequeue import Queue
+from duequeue.api import jsonforms
 from duequeue.errors import BadInputError
-from duequeue.web import jsonout, pages, queues
+from duequeue.web import pages, queues
 from tests.servers import HttpSink, Reply
 from tests.stores import Db
 
@@ -105,14 +106,14 @@ def test_serve_shows_counts_exact_up_to_its_cap(db: Db, monkeypatch: pytest.Monk
         q.cancel(1)
         monkeypatch.setattr(queues, "COUNT_CAP", 3)
         low = pages.render_overview(q.overview(cap=queues.COUNT_CAP))
-        low_json = jsonout.stats(q.stats(cap=queues.COUNT_CAP))
+        low_json = jsonforms.stats(q.stats(cap=queues.COUNT_CAP))
         monkeypatch.setattr(queues, "COUNT_CAP", 4)
         roomy = pages.render_overview(q.overview(cap=queues.COUNT_CAP))
-        roomy_json = jsonout.stats(q.stats(cap=queues.COUNT_CAP))
+        roomy_json = jsonforms.stats(q.stats(cap=queues.COUNT_CAP))
     # 3 pending under a cap of 3: exact; the cancelled one too
     assert '<div class="n">3</div><div class="l">pending' in low
     assert 'id="estimate"' not in low and low_json["estimate"] is False
-    assert low_json["lower_bounds"] == [] and low_json["pending"] == 3
+    assert low_json["lower_bounds"] == [] and low_json["reminders"]["pending"] == 3
     assert 'id="estimate"' not in roomy and roomy_json["estimate"] is False
 
 
@@ -124,10 +125,10 @@ def test_serve_says_plainly_when_a_count_is_at_least_the_cap(
         q.import_lines(f'{{"at": "+1h", "emails": ["u{i}@example.com"]}}' for i in range(5))
         monkeypatch.setattr(queues, "COUNT_CAP", 3)
         shown = pages.render_overview(q.overview(cap=queues.COUNT_CAP))
-        found = jsonout.stats(q.stats(cap=queues.COUNT_CAP))
-        exact = jsonout.stats(q.stats())
+        found = jsonforms.stats(q.stats(cap=queues.COUNT_CAP))
+        exact = jsonforms.stats(q.stats())
     assert '<div class="n">3+</div><div class="l">pending' in shown
     assert 'id="estimate"' in shown and "counting stops at 3 rows" in shown
-    assert found["estimate"] is True and found["lower_bounds"] == ["pending"]
-    assert found["pending"] == 3 and found["cancelled"] == 0
-    assert exact["pending"] == 5 and exact["estimate"] is False
+    assert found["estimate"] is True and found["lower_bounds"] == ["reminders.pending"]
+    assert found["reminders"]["pending"] == 3 and found["reminders"]["cancelled"] == 0
+    assert exact["reminders"]["pending"] == 5 and exact["estimate"] is False

@@ -77,6 +77,9 @@ def test_a_migrated_database_reads_the_same_and_goes_on_ticking(
     try:
         assert _ledgers(store, ids) == ledgers
         assert store.stats(to_ms(T0)).leased == 0
+        # What search finds came over too (an FTS5 table in SQLite, a plain one here).
+        found, _, _ = store.browse("all", "ann@example", None, 50, to_ms(T0))
+        assert [v.id for v in found] == [later]
     finally:
         store.close()
 
