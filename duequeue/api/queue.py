@@ -296,6 +296,8 @@ class Queue:
             on_start()
 
         def one_tick() -> str | None:
+            # New tz data (a tzdata upgrade, an OS update) is followed without a restart.
+            worker.follow_tz_data()
             store = self._open_new()
             try:
                 now, clock = _queue_clock(store, self.settings)
