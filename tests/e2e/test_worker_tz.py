@@ -128,3 +128,20 @@ def test_a_worker_follows_new_tz_data_without_a_restart_and_fires_once_a_day(
     (row,) = [r for r in cli.inspect("--pending") if r["id"] == daily]
     sent = fired(http, "/d")
     assert (sent, row["fire_at"], row["fire_release"]) == ([], NEW_FIRE, "2099b"), worker.seen
+
+
+@pytest.mark.sqlite_only  # PostgreSQL lists each host's release: tests/e2e/test_tz_hosts.py
+def test_on_sqlite_stats_and_doctor_show_the_tz_release_of_the_last_tick(
+    db: Db, tmp_path: Path
+) -> None:
+    zones = Zones(tmp_path / "zones")
+    old = Cli(db, datetime(2027, 3, 15, 12, 0, tzinfo=UTC), env={"PYTHONTZPATH": str(zones.a)})
+    new = Cli(db, datetime(2027, 3, 15, 12, 0, tzinfo=UTC), env={"PYTHONTZPATH": str(zones.b)})
+    new.add("--cron", "0 9 * * *", "--tz", "Test/Zone", "--webhook", "http://127.0.0.1:9/x")
+    new.tick()
+    assert new("stats", "--json").json()["last_tick_tz_release"] == "2099b"
+    old.tick()  # a process on older data (a worker started before the update, say)
+    assert new("stats", "--json").json()["last_tick_tz_release"] == "2099a"
+    assert "tz release of the last tick: 2099a" in new("stats").out
+    (check,) = [c for c in new("doctor", "--json").json()["checks"] if c["name"] == "tz release"]
+    assert not check["ok"] and "the last tick ran on 2099a" in check["detail"], check
