@@ -165,8 +165,11 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         sent_last_day=s.sent_last_day,
         failed_last_day=s.failed_last_day,
         last_successful_tick=_when(s.last_tick_ok_at),
-        hosts=tuple(results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS) for h in s.hosts),
+        hosts=tuple(
+            results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS, h.release) for h in s.hosts
+        ),
         moved_fires=s.moved_fires,
+        last_tick_tz_release=s.tick_release,
     )
 
 

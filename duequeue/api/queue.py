@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from duequeue.config.settings import Settings, load_settings, load_settings_traced
 from duequeue.errors import BadInputError, DuequeueError
 from duequeue.operations import tick
+from duequeue.schedule import release as tz_release
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms, parse_duration, to_ms
 from duequeue.store import open_store, safe_url
@@ -637,11 +638,15 @@ def _queue_clock(store: Store, settings: Settings) -> tuple[datetime, Callable[[
     On SQLite (one host), or with the `clock` setting `host`, they are this host's own.
     """
     now = _now()
-    if settings.clock == "host":
-        return now, _clock_ms
+    # With the tz release this tick reads (a file's first line, read once a process), so that
+    # stats and doctor show a host (or, on SQLite, the last tick) running on older tz data.
+    mine = tz_release.in_use()
+    server = None
     host_ms = to_ms(now)
-    server = store.note_tick(settings.host or os.uname().nodename, host_ms)
+    if settings.clock != "host":
+        server = store.note_tick(settings.host or os.uname().nodename, host_ms, mine)
     if server is None:
+        store.note_release(mine)
         return now, _clock_ms
     offset = server - host_ms
     return from_ms(server), lambda: _clock_ms() + offset

@@ -268,6 +268,7 @@ class HostSeen:
     host: str
     last_tick: datetime  # by the database server's clock
     clock_offset: timedelta  # the host's clock minus the server's at that tick (ahead: > 0)
+    tz_release: str | None = None  # the tz data release its last tick read (None: unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +296,7 @@ class Stats:
     last_successful_tick: datetime | None = None
     hosts: tuple[HostSeen, ...] = ()  # PostgreSQL: the hosts that ticked in the last day
     moved_fires: int = 0  # pending fires moved by zone rules changes, ever
+    last_tick_tz_release: str | None = None  # SQLite: the tz release the last tick read
 
     @property
     def oldest_due_lateness(self) -> timedelta | None:

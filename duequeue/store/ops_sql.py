@@ -210,6 +210,7 @@ def stats(run: Run, d: Dialect, now: int) -> Stats:
         failed_last_day=int(ledger[3]),
         last_tick_ok_at=last_tick_ok(run, d),
         moved_fires=tz_sql.count_moves(run, d),
+        tick_release=tz_sql.tick_release(run, d),
     )
 
 

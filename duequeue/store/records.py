@@ -322,6 +322,7 @@ class HostTick:
     host: str
     at: int
     offset_ms: int  # the host's clock minus the server's: positive when the host runs ahead
+    release: str | None = None  # the tz release its last tick read (None: not recorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +347,7 @@ class Stats:
     last_tick_ok_at: int | None = None  # when a tick last ended without error; None: never
     hosts: tuple[HostTick, ...] = ()  # on a shared database: the hosts that ticked in a day
     moved_fires: int = 0  # pending fires moved by zone rules changes (fire_moves)
+    tick_release: str | None = None  # SQLite: the tz release the last tick read
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ import pytest
 
 from tests.clirunner import Cli
 from tests.paths import ROOT
+from tests.procs import run_cli
 from tests.servers import HttpSink
 from tests.stores import Db
 from tests.tzfolders import build
@@ -41,6 +42,7 @@ WAIT = 30.0  # seconds; generous for a loaded machine, never a race winner
 START = "2027-03-15 15:59:00"  # faketime's start, UTC: 07:59 PST under B, 08:59 PDT under A
 OLD_FIRE = "2027-03-15T16:00:00.000Z"  # 09:00 under A: 08:00 under B
 NEW_FIRE = "2027-03-15T17:00:00.000Z"  # 09:00 under B
+HOOK = "http://127.0.0.1:9/never-called"
 
 
 class Zones:
@@ -132,16 +134,26 @@ def test_a_worker_follows_new_tz_data_without_a_restart_and_fires_once_a_day(
 
 @pytest.mark.sqlite_only  # PostgreSQL lists each host's release: tests/e2e/test_tz_hosts.py
 def test_on_sqlite_stats_and_doctor_show_the_tz_release_of_the_last_tick(
-    db: Db, tmp_path: Path
+    db: Path, tmp_path: Path
 ) -> None:
     zones = Zones(tmp_path / "zones")
-    old = Cli(db, datetime(2027, 3, 15, 12, 0, tzinfo=UTC), env={"PYTHONTZPATH": str(zones.a)})
-    new = Cli(db, datetime(2027, 3, 15, 12, 0, tzinfo=UTC), env={"PYTHONTZPATH": str(zones.b)})
-    new.add("--cron", "0 9 * * *", "--tz", "Test/Zone", "--webhook", "http://127.0.0.1:9/x")
-    new.tick()
-    assert new("stats", "--json").json()["last_tick_tz_release"] == "2099b"
-    old.tick()  # a process on older data (a worker started before the update, say)
-    assert new("stats", "--json").json()["last_tick_tz_release"] == "2099a"
-    assert "tz release of the last tick: 2099a" in new("stats").out
-    (check,) = [c for c in new("doctor", "--json").json()["checks"] if c["name"] == "tz release"]
+
+    def cli(folder: Path, *args: str, code: int = 0) -> str:
+        # Each a process of its own, as cron's ticks and a worker are.
+        r = run_cli(db, *args, env={"PYTHONTZPATH": str(folder)})
+        assert r.returncode == code, r.stderr
+        return r.stdout
+
+    cli(zones.b, "add", "--cron", "0 9 * * *", "--tz", "Test/Zone", "--webhook", HOOK)
+    cli(zones.b, "tick")
+    assert json.loads(cli(zones.b, "stats", "--json"))["last_tick_tz_release"] == "2099b"
+    cli(zones.a, "tick")  # a process on older data (a worker started before the update, say)
+    assert json.loads(cli(zones.b, "stats", "--json"))["last_tick_tz_release"] == "2099a"
+    assert "tz release of the last tick: 2099a" in cli(zones.b, "stats")
+    report = json.loads(cli(zones.b, "doctor", "--json", code=1))
+    (check,) = [c for c in report["checks"] if c["name"] == "tz release"]
     assert not check["ok"] and "the last tick ran on 2099a" in check["detail"], check
+    cli(zones.b, "tick")
+    report = json.loads(cli(zones.b, "doctor", "--json"))
+    (check,) = [c for c in report["checks"] if c["name"] == "tz release"]
+    assert check["ok"], check
