@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from duequeue.schedule import release
 from tests.clirunner import SECRET, Cli
 from tests.servers import HttpSink, Reply, SmtpSink, free_port
 from tests.stores import Db
@@ -252,6 +253,7 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
         },
         "last_successful_tick": "2027-01-05T08:00:00.000Z",
         "hosts": [],  # ticks by the host's clock (conftest) note no host
+        "last_tick_tz_release": release.in_use(),  # the tz data these ticks read
     }
     # A tick that fails (its settings invalid, as an unreadable config file would) leaves no
     # mark, so the time of the last good one ages and an alert on it fires.
