@@ -278,13 +278,16 @@ class Queue:
         on_start: Callable[[], None] | None = None,
         on_tick: Callable[[TickSummary], None] | None = None,
         on_error: Callable[[DuequeueError], None] | None = None,
+        on_tz_data: Callable[[str | None, str], None] | None = None,
     ) -> None:
         """Tick every `every` until SIGTERM or SIGINT, as `duequeue worker` does; return then.
 
         A database that cannot be opened raises StoreError at once; then `on_start` is called,
         and each tick (on a fresh connection) is passed to `on_tick`. A tick that fails (the
         database locked for long, say) is passed to `on_error` and the loop goes on. Call it
-        from the main thread: it handles the signals.
+        from the main thread: it handles the signals. New tz data on disk is followed before
+        the next tick, without a restart (docs/time.md); `on_tz_data` is then told the release
+        read before and the one read now ('' when unknown).
         """
         interval = _duration(every, "every")
         if limit is not None:
@@ -298,7 +301,10 @@ class Queue:
 
         def one_tick() -> str | None:
             # New tz data (a tzdata upgrade, an OS update) is followed without a restart.
-            worker.follow_tz_data()
+            before = tz_release.in_use()
+            found = worker.follow_tz_data()
+            if found is not None and on_tz_data is not None:
+                on_tz_data(before, found)
             store = self._open_new()
             try:
                 now, clock = _queue_clock(store, self.settings)

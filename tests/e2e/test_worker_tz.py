@@ -121,6 +121,8 @@ def test_a_worker_follows_new_tz_data_without_a_restart_and_fires_once_a_day(
         worker = Worker(db, zones.path)
         worker.wait_for(" tick: ")  # the first tick ran on release A (nothing due)
         zones.swap_to_b()
+        changed = worker.wait_for("worker: tz data changed")
+        assert changed == "worker: tz data changed on disk: 2099a -> 2099b; zones loaded again"
         seen = 1
         while "/mark" not in [r.path for r in http.wait_for_requests(seen, WAIT)]:
             seen += 1
