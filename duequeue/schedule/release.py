@@ -7,8 +7,7 @@ choice when it loads a zone, so the two always name the same release.
 """
 
 import os
-import re
-from importlib import import_module, util
+from importlib import import_module
 
 
 def tzpath() -> tuple[str, ...]:
@@ -107,10 +106,11 @@ def changed() -> str | None:
     return None if found == _current else (found or "")
 
 
-_VERSION = re.compile(r"""^IANA_VERSION\s*=\s*["']([^"']+)["']""", re.MULTILINE)
-
-
 def _package_on_disk() -> str | None:
+    # Only a long-running process (`worker`) asks, between ticks: cron's tick never imports these.
+    import re
+    from importlib import util
+
     try:
         spec = util.find_spec("tzdata")
     except (ImportError, ValueError):
@@ -119,7 +119,7 @@ def _package_on_disk() -> str | None:
         return None
     try:
         with open(spec.origin, encoding="utf-8") as f:
-            found = _VERSION.search(f.read(4096))
+            found = re.search(r"""^IANA_VERSION\s*=\s*["']([^"']+)["']""", f.read(4096), re.M)
     except (OSError, UnicodeDecodeError):
         return package()
     return found.group(1) if found else package()
