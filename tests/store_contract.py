@@ -363,6 +363,21 @@ class StoreContract:
         assert view is not None
         assert (view.state, view.next_fire_at, view.last_fired_at) == ("done", None, NOW)
 
+    def test_a_410_gone_switches_its_target_off_with_the_record_even_when_released(
+        self, store: Store
+    ) -> None:
+        # Issue 30 item 9: the claim is handed back, not resolved; the 410 still holds.
+        rid, _ = store.add(reminder(), NOW)
+        (fire,) = claim(store, NOW, "a")
+        tid = fire.targets[0].id
+        gone = DeliveryRecord(rid, tid, NOW, "permanent", "HTTP 410", 1, NOW + 5, gone=True)
+        store.commit("a", NOW, [gone], [], [fire.claim])
+        view = store.get(rid)
+        assert view is not None
+        assert [t.disabled_at for t in view.targets] == [NOW + 5]
+        (again,) = claim(store, NOW, "b")  # released: claimable at once, its target switched off
+        assert [t.disabled_at for t in again.targets] == [NOW + 5]
+
     def test_a_stolen_lease_loses_the_resolution(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)
         claim(store, NOW, "slow")

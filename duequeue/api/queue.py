@@ -16,6 +16,7 @@ everything below takes `now` as an argument.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import warnings
@@ -26,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, get_args
 
 from duequeue.config.settings import Settings, load_settings, load_settings_traced
-from duequeue.errors import BadInputError, DuequeueError
+from duequeue.errors import BadInputError, DatabaseLostError, DuequeueError
 from duequeue.operations import tick
 from duequeue.schedule import release as tz_release
 from duequeue.shared.lazy import LazyModule
@@ -257,18 +258,34 @@ class Queue:
 
     # -- delivering --------------------------------------------------------------------------
 
-    def tick(self, *, limit: int | None = None) -> TickSummary:
+    def tick(
+        self, *, limit: int | None = None, report: Callable[[TickSummary], None] | None = None
+    ) -> TickSummary:
         """Deliver what is due now, as `duequeue tick` does; return its summary.
 
         `limit`: the most rows one claim takes (default the `tick_limit` setting). A tick that
         lost its database mid-tick raises `duequeue.errors.DatabaseLostError` (a StoreError)
         whose `summary` counts the sends it could not record (`unrecorded`).
+
+        Called from the main thread, a tick that claimed rows holds SIGTERM and SIGINT until
+        its outcomes are written back (a stop ends it early, gracefully: `stopped_by`);
+        `report` is called with the summary (that of a DatabaseLostError too) while they are
+        still held, so a front end prints it before a stop can end the process.
         """
         if limit is not None:
             _positive(limit, "limit")
         store = self._open()
         now, clock = _queue_clock(store, self.settings)
-        return tick.run(store, self.settings, now, clock, limit)
+        with contextlib.ExitStack() as hold:
+            try:
+                summary = tick.run(store, self.settings, now, clock, limit, hold)
+            except DatabaseLostError as exc:
+                if report is not None:
+                    report(exc.summary)
+                raise
+            if report is not None:
+                report(summary)
+        return summary
 
     def worker(
         self,

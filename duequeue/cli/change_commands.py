@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from duequeue.cli import commands, context, output
+from duequeue.api import jsonforms
+from duequeue.cli import commands, context
 from duequeue.cli.instants import iso
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def _print(done: "Changed", as_json: bool, verb: str) -> None:
         typer.echo(f"duequeue: {note}", err=True)
     r = done.reminder
     if as_json:
-        typer.echo(json.dumps(output.reminder_json(r), indent=2))
+        typer.echo(json.dumps(jsonforms.reminder(r), indent=2))
     else:
         typer.echo(f"{verb} {r.id}: next fire {iso(r.next_fire_at) or '-'}")
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from duequeue.api import jsonforms
 from duequeue.cli import context, output, shell
 from duequeue.cli.table import table_width
 from duequeue.errors import BadInputError
@@ -345,7 +346,7 @@ def inspect(
             err=True,
         )
     if as_json:
-        typer.echo(json.dumps([output.reminder_json(r) for r in found], indent=2))
+        typer.echo(json.dumps([jsonforms.reminder(r) for r in found], indent=2))
     elif not found:
         typer.echo("no reminders" if view == "all" else f"no {view} reminders")
     else:
@@ -364,22 +365,7 @@ def next_(
     with context.queue(ctx) as q:
         found = q.next_fires(reminder_id, count)
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "id": found.id,
-                    "tz": found.tz,
-                    "state": found.state,
-                    "fires": output.fires_json(found.fires),
-                    "start_wall": None
-                    if found.start_wall is None
-                    else found.start_wall.isoformat(),
-                    "fire_release": found.fire_release,
-                    "tz_release": found.tz_release,
-                },
-                indent=2,
-            )
-        )
+        typer.echo(json.dumps(jsonforms.next_fires(found), indent=2))
     elif not found.fires:
         typer.echo(f"reminder {found.id} is {found.state}: no further fires")
     else:

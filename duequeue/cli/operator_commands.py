@@ -12,6 +12,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from duequeue.api import jsonforms
 from duequeue.api.prometheus import text as prometheus_text
 from duequeue.api.queue import Queue, check_setup
 from duequeue.cli import context, output_ops
@@ -97,7 +98,7 @@ def history(
     with context.queue(ctx) as q:
         found = q.history(reminder_id)
     if as_json:
-        _echo_json(output_ops.history_json(found))
+        _echo_json(jsonforms.history(found))
     else:
         typer.echo(output_ops.history_text(found, table_width(wide)))
 
@@ -163,7 +164,7 @@ def stats(
     if to_stdout:
         typer.echo(prometheus_text(figures), nl=False)
     elif as_json:
-        _echo_json(output_ops.stats_json(figures))
+        _echo_json(jsonforms.stats(figures))
     elif prometheus is None:
         typer.echo(output_ops.stats_text(figures))
 

@@ -1,10 +1,10 @@
-"""Render reminders and fires for people (text, tables) and scripts (the stable JSON
-docs/reference.md documents), from the public types of duequeue.results."""
+"""Render reminders and fires for people (text, tables), from the public types of
+duequeue.results; their JSON is api/jsonforms.py's, the API's own."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duequeue.cli import table
 from duequeue.cli.instants import iso, seconds
@@ -18,11 +18,6 @@ if TYPE_CHECKING:
 def target_text(t: Target | None) -> str:
     """Return a target as `channel:address`, its secrets masked."""
     return "-" if t is None else f"{t.channel}:{t.display}"
-
-
-def target_json(t: Target | None) -> dict[str, str] | None:
-    """Return a target as the JSON of `history` names one."""
-    return None if t is None else {"channel": t.channel, "address": t.display}
 
 
 def reason_first(error: str | None, targets: Sequence[Target]) -> str:
@@ -66,42 +61,11 @@ def _occurrences(text: str, sub: str) -> list[int]:
     return found
 
 
-def reminder_json(r: Reminder) -> dict[str, Any]:
-    """Return the stable JSON object of one reminder (docs/reference.md documents every key)."""
-    return {
-        "id": r.id,
-        "key": r.key,
-        "subject": r.subject,
-        "targets": [
-            {"channel": t.channel, "address": t.display, "disabled_at": iso(t.disabled_at)}
-            for t in r.targets
-        ],
-        "rrule": r.rrule,
-        "cron": r.cron,
-        "tz": r.tz,
-        "state": r.state,
-        "dead": r.dead,
-        "fire_at": iso(r.fire_at),
-        "next_fire_at": iso(r.next_fire_at),
-        "error_count": r.error_count,
-        "last_error": r.last_error,
-        "last_fired_at": iso(r.last_fired_at),
-        "last_lateness_s": seconds(r.last_lateness),
-        "skipped_fires": r.skipped_fires,
-        "dead_fire_at": iso(r.dead_fire_at),
-        "dead_at": iso(r.dead_at),
-        "created_at": iso(r.created_at),
-        "local_fire_at": None if r.local_fire_at is None else r.local_fire_at.isoformat(),
-        "start_wall": None if r.start_wall is None else r.start_wall.isoformat(),
-        "fire_release": r.fire_release or None,
-    }
-
-
 def reminder_table(reminders: Sequence[Reminder], width: int | None, view: str = "all") -> str:
     """Return a table of reminders: one line each fitted to `width`, or tab-separated (None).
 
-    In the `dead` view every state is `dead`: that column is the first to give way there, so
-    the reason of the failure keeps the room.
+    In the `dead` view every row is a dead letter (its status ends in one, or is `dead`): that
+    column is the first to give way there, so the reason of the failure keeps the room.
     """
     columns = (
         "id",
@@ -129,7 +93,7 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None, view: str =
                     for t in r.targets
                 ),
                 f"{'rrule' if r.rrule else 'cron'}: {rule} ({r.tz})" if rule else f"once ({r.tz})",
-                "dead" if r.dead_fire_at is not None else r.state,
+                r.status,
                 _to_the_second(iso(fire)),
                 _wall(r.local_fire_at if r.dead_fire_at is None else None),
                 "-" if late is None else f"{late:.1f}s",
@@ -176,11 +140,6 @@ def _wall(local: datetime | None) -> str:
 def _to_the_second(stamp: str | None) -> str:
     """Return an ISO instant to the second: milliseconds cost a table column four places."""
     return "-" if stamp is None else stamp[:19] + "Z"
-
-
-def fires_json(fires: Sequence[Fire]) -> list[dict[str, str]]:
-    """Return fire times as {"local", "utc"} pairs: local in the reminder's zone, with offset."""
-    return [{"local": f.local.isoformat(), "utc": iso(f.at) or ""} for f in fires]
 
 
 def fires_text(tz: str, fires: Sequence[Fire]) -> str:

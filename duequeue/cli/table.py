@@ -140,6 +140,11 @@ def _columns_that_fit(
     return sorted(shown)
 
 
+def fit(line: str, width: int | None) -> str:
+    """Return one line of text within `width` columns (cut with an ellipsis), or whole (None)."""
+    return line if width is None else _cut(line, width, _ellipsis())
+
+
 def _cut(cell: str, width: int, ellipsis: str) -> str:
     """Return `cell` within `width` display columns, ending in an ellipsis if it was cut."""
     if _len(cell) <= width:

@@ -7,11 +7,13 @@ at about one chunk whatever the file's size, each line is parsed once (parsing i
 cost), and stdin, which cannot be read twice, needs nothing special.
 """
 
+import contextlib
 import pickle
 import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
+from duequeue.errors import DuequeueError
 from duequeue.store.records import NewReminder, NewTarget
 
 # The fields of a spooled reminder, in NewReminder's order, targets as (channel, address) pairs
@@ -35,7 +37,11 @@ class Spool:
         # Unlinked at once (TemporaryFile): nothing is left behind, whatever ends the process,
         # and no other process can reach the file, so unpickling it trusts only ourselves.
         prefix = "duequeue-import-"
-        self._file: IO[bytes] = tempfile.TemporaryFile(prefix=prefix)  # noqa: SIM115 - close()
+        try:
+            self._file: IO[bytes] = tempfile.TemporaryFile(prefix=prefix)  # noqa: SIM115
+        except OSError as exc:
+            raise _failed(exc) from exc
+        self._broken = False  # a write failed: closing must not flush the rest again
         self._chunk: list[_Flat] = []
         self.count = 0
 
@@ -56,30 +62,59 @@ class Spool:
             self._dump()
 
     def _dump(self) -> None:
-        pickle.dump(self._chunk, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            pickle.dump(self._chunk, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        except OSError as exc:
+            self._broken = True
+            raise _failed(exc) from exc
         self._chunk = []
 
     def __iter__(self) -> Iterator[NewReminder]:
         """Read every reminder back, in the order added (each call starts again)."""
         if self._chunk:
             self._dump()
-        self._file.flush()
-        self._file.seek(0)
+        try:
+            self._file.flush()
+            self._file.seek(0)
+        except OSError as exc:
+            self._broken = True
+            raise _failed(exc) from exc
         while True:
             try:
                 chunk: list[_Flat] = pickle.load(self._file)
             except EOFError:
                 return
+            except OSError as exc:
+                raise _failed(exc) from exc
             for subject, body, data, tz, dtstart, fire_at, targets, *rest in chunk:
                 ts = tuple(NewTarget(*t) for t in targets)
                 yield NewReminder(subject, body, data, tz, dtstart, fire_at, ts, *rest)
 
     def close(self) -> None:
         """Drop the file."""
-        self._file.close()
+        if self._broken:
+            # The buffer that did not fit is still there: closing would write it and fail
+            # again. The file is unlinked already, so dropping it loses nothing.
+            with contextlib.suppress(OSError):
+                self._file.close()
+            return
+        try:
+            self._file.close()
+        except OSError as exc:
+            raise _failed(exc) from exc
 
     def __enter__(self) -> "Spool":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _failed(exc: OSError) -> DuequeueError:
+    """Return the one error a spool that cannot be written or read back raises (exit 1)."""
+    where = tempfile.gettempdir()
+    return DuequeueError(
+        f"cannot spool the checked lines in the temporary folder {where} ({exc.strerror or exc}); "
+        "nothing was written: free space there or point TMPDIR at a folder with about the "
+        "input's size free"
+    )

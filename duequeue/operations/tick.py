@@ -16,9 +16,14 @@ from duequeue.store.store import Store
 
 
 def run(
-    store: Store, settings: Settings, now: datetime, clock: Callable[[], int], limit: int | None
+    store: Store,
+    settings: Settings,
+    now: datetime,
+    clock: Callable[[], int],
+    limit: int | None,
+    hold: contextlib.ExitStack | None = None,
 ) -> TickSummary:
-    """Run one tick with the effective settings."""
+    """Run one tick with the effective settings; stop signals held as engine.tick says."""
     options = TickOptions(
         limit=limit or settings.tick_limit,
         lease_ms=settings.lease_ms,
@@ -34,7 +39,7 @@ def run(
             settings.db, settings.busy_timeout, settings.commit_helper_rows
         ),
     )
-    summary = tick(store, to_ms(now), options, clock)
+    summary = tick(store, to_ms(now), options, clock, hold=hold)
     # One small write, so `stats --prometheus` can tell when ticks stopped. The tick's work is
     # done and written back; a database too busy for the mark lets the gauge lag one tick
     # rather than fail a tick that delivered.

@@ -1,8 +1,8 @@
 """`worker`: tick on an interval in the foreground until SIGTERM or SIGINT (for systemd).
 
 A signal never cuts a tick short: while one runs it only asks the loop to stop after it, so the
-tick writes its outcomes back; between ticks it stops the wait at once. While a tick delivers, the
-tick catches the signal itself (stopsignal.py: in-flight sends finish, unstarted rows are
+tick writes its outcomes back; between ticks it stops the wait at once. While a tick that claimed
+rows runs, it holds the signal itself (stopsignal.py: in-flight sends finish, unstarted rows are
 released) and this handler never sees it, so the tick reports it back and the loop ends there.
 """
 

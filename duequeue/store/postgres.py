@@ -86,6 +86,7 @@ class PostgresBackend:
         self._connect_s, self._hosts = connect_timeout(url)
         self._cut = threading.Event()  # interrupt() was called: no call waits any more
         self._until: float | None = None  # bound(): no wait ends later (time.monotonic())
+        self._watchdog: threading.Timer | None = None  # bound(): interrupts at `_until`
         self.conn = self._connect()
         try:
             self._ensure_schema()
@@ -143,6 +144,7 @@ class PostgresBackend:
         return PgListener(self.url, {"application_name": f"{APPLICATION} listen", **self._settings})
 
     def close(self) -> None:
+        self.bound(None)
         self.conn.close()
 
     def _unusable(self) -> bool:
@@ -162,13 +164,23 @@ class PostgresBackend:
             return True
 
     def bound(self, until: float | None) -> None:
-        """Let no connect end later than `until` (time.monotonic()); None lifts the bound.
+        """Let no wait end later than `until` (time.monotonic()); None lifts the bound.
 
-        A tick sets its deadline here (lease - margin): a reconnect under way when the deadline
+        A tick sets its deadline here (lease - margin). A reconnect under way when the deadline
         comes cannot be interrupted (there is no socket to shut yet), so each connect waits at
-        most the time left, and none starts with less than CONNECT_FLOOR_S left.
+        most the time left, and none starts with less than CONNECT_FLOOR_S left. A statement
+        still waiting then, on a link that takes bytes and never answers, is cut by a watchdog
+        (interrupt()): the tick's stages cut theirs too, but its first claim runs before them.
         """
         self._until = until
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        if until is not None:
+            watchdog = threading.Timer(max(0.0, until - time.monotonic()), self.interrupt)
+            watchdog.daemon = True  # never what keeps a process from exiting
+            watchdog.start()
+            self._watchdog = watchdog
 
     def interrupt(self) -> None:
         """Cut the call running on another thread, and fail every later one at once.

@@ -68,7 +68,7 @@ def test_the_units_serve_answers_and_stops_on_sigterm(install: Install) -> None:
         found = re.search(r"listening on (http://127\.0\.0\.1:\d+)/", line)
         assert found, line
         stats = fetch("GET", found.group(1) + "/api/v1/stats")
-        assert stats.status == 200 and stats.json()["pending"] == 0
+        assert stats.status == 200 and stats.json()["reminders"]["pending"] == 0
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(LIMIT_S) == 0
     finally:

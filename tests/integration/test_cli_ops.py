@@ -83,7 +83,13 @@ def test_history_lists_every_attempt_and_the_dead_letter(cli: Cli, http: HttpSin
     assert hook[0] == {
         "at": "2027-01-05T08:00:00.000Z",
         "fire_at": "2027-01-05T08:00:00.000Z",
-        "target": {"channel": "webhook", "address": http.url("/flaky")},
+        "target": {
+            "id": next(t["id"] for t in h["reminder"]["targets"] if t["channel"] == "webhook"),
+            "channel": "webhook",
+            "address": http.url("/flaky"),
+            "disabled_at": None,
+            "has_secret": False,
+        },
         "outcome": "failed",
         "error": "HTTP 503",
         "attempt": 1,
@@ -243,8 +249,10 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
         "retrying": 0,
         "leased": 0,
         "dead_letters": 1,
+        "dead_reminders": 1,
         "retrying_targets": 0,
         "disabled_targets": 1,  # the dead one-shot's webhook answered 410 Gone
+        "oldest_due_at": "2027-01-05T08:01:00.000Z",
         "oldest_due_lateness_s": 120.0,
         "moved_fires": 0,
         "deliveries": {

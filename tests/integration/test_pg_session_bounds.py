@@ -3,7 +3,8 @@
 
 - A reconnect under way is bounded by the tick's deadline (Store.bound), not by the URL's
   `connect_timeout`: through a FreezeProxy (tests/freezeproxy.py) a connect is accepted and
-  never answered, the hang a cut link gives a reconnect.
+  never answered, the hang a cut link gives a reconnect. So is a statement on the tick's own
+  thread (its first claim) that a frozen link never answers.
 - A client frozen mid-transaction (SIGSTOP: its kernel still answers every TCP keepalive, so no
   TCP timeout ends the session) holds its row locks only as long as the session it opened
   allows: its own idle_in_transaction_session_timeout, set at connect, with the server at its
@@ -14,13 +15,17 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
 import pytest
 
+from duequeue.engine.tick import TickOptions, tick
 from duequeue.errors import StoreError
 from duequeue.store.postgres import PostgresBackend
+from duequeue.store.postgres import connect as open_postgres
+from duequeue.store.records import NewReminder, NewTarget
 from tests.freezeproxy import FreezeProxy
 from tests.paths import ROOT
 from tests.pg import admin_connect
@@ -54,6 +59,42 @@ def test_a_reconnect_under_way_ends_by_the_deadline_whatever_the_url_asks(pg_url
             assert time.monotonic() - started < 1
         finally:
             backend.close()
+
+
+def test_a_first_claim_on_a_link_that_never_answers_ends_by_the_deadline(pg_url: str) -> None:
+    # Before the delivery stage (whose commits and claims the tick cuts at its deadline) come
+    # the tz check and the first claim, on the tick's own thread: a link that takes the bytes
+    # and never answers (no TCP timeout fires) held them forever.
+    lease_ms = 8_000  # the deadline: lease - (busy timeout + 5 s) = 2 s after the tick starts
+    with FreezeProxy.to_url(pg_url) as proxy:
+        store = open_postgres(proxy.url(pg_url), busy_timeout_s=BUSY_S)
+        now = time.time_ns() // 1_000_000
+        target = (NewTarget("webhook", "https://hooks.example.com/r"),)
+        store.add(NewReminder("s", "b", None, "UTC", now - 1000, now - 1000, target), now)
+        proxy.freeze()
+        done: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                tick(store, now, TickOptions(lease_ms=lease_ms, busy_timeout_s=BUSY_S), clock)
+            except BaseException as exc:
+                done.append(exc)
+
+        def clock() -> int:
+            return time.time_ns() // 1_000_000
+
+        started = time.monotonic()
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        thread.join(timeout=20)  # far past the deadline; the lease ends at 8 s
+        took = time.monotonic() - started
+        try:
+            assert not thread.is_alive(), "the tick still waits on the frozen link"
+            assert took < lease_ms / 1000, took
+            assert isinstance(done[0], StoreError), done
+            assert "before the tick's deadline" in str(done[0])
+        finally:
+            store.close()
 
 
 # The frozen client: opens duequeue's PostgreSQL backend, locks every row of `held` in one
@@ -106,6 +147,7 @@ def test_a_frozen_clients_rows_come_free_within_its_sessions_bound(pg_url: str) 
             assert time.monotonic() - frozen_at < 20, "the frozen client's rows stayed locked"
             time.sleep(0.2)
         freed_after = time.monotonic() - frozen_at
+        print(f"a frozen client's rows came free after {freed_after:.1f} s")
         assert freed_after < BUSY_S + 2 + 5, freed_after
     finally:
         proc.send_signal(signal.SIGKILL)
