@@ -531,7 +531,7 @@ class OperatorContract:
             reminder(key="old"),
             reminder(NOW + MIN, key="new", targets=two),
             reminder(NOW + 2 * MIN),
-            reminder(NOW + 3 * MIN, key="new"),  # a duplicate inside the batch
+            reminder(NOW + MIN, key="new", targets=two),  # a repeat inside the batch
         ]
         assert store.add_many(batch, NOW) == (2, 2)
         rows = store.list_view("all", NOW)
@@ -546,6 +546,28 @@ class OperatorContract:
         ]
         assert store.add_many(batch, NOW) == (1, 3)  # the keyless one has nothing to match
         assert store.add_many([], NOW) == (0, 0)
+
+    def test_add_many_refuses_a_live_key_with_other_content_after_checking_every_chunk(
+        self, store: Store
+    ) -> None:
+        rid, _ = store.add(reminder(key="old"), NOW)
+
+        def stream() -> Iterator[NewReminder]:
+            yield reminder(NOW + MIN, key="old")  # another time: a conflict
+            yield reminder(NOW, key="fresh")
+            for i in range(ADD_CHUNK):
+                yield reminder(NOW + i)
+            yield reminder(NOW, key="fresh", targets=(NewTarget("email", "b@example.com"),))
+            yield reminder(NOW, key="old")  # the same: not a conflict
+
+        with pytest.raises(KeyConflictError) as conflict:
+            store.add_many(stream(), NOW)
+        assert conflict.value.existing == rid
+        assert [(pos, key, differ) for pos, key, _, differ in conflict.value.conflicts] == [
+            (1, "old", "time"),
+            (ADD_CHUNK + 3, "fresh", "targets"),
+        ]
+        assert [v.key for v in store.list_view("all", NOW)] == ["old"]  # nothing written
 
     def test_add_many_streams_chunks_in_one_transaction_and_keys_match_across_chunks(
         self, store: Store

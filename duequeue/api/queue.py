@@ -117,6 +117,7 @@ class Queue:
         self.settings, self._origins = load_settings_traced(flags, config_file=config_file)
         self._create = create
         self._store: Store | None = None
+        self._said_created = False
 
     @property
     def location(self) -> str:
@@ -169,11 +170,7 @@ class Queue:
         store = self._open()
         rid, created = add.write(store, reminder, now)
         if not created:
-            return from_records.added(
-                rid,
-                False,
-                [f"key {key!r} exists: reminder {rid}, with the same content; nothing added"],
-            )
+            return from_records.added(rid, False, [add.kept_note(store, rid, reminder, req.at)])
         notes = [
             *self._created_notes(store),
             *add.add_notes(reminder, self.settings, now, req.at),
@@ -221,7 +218,9 @@ class Queue:
     ) -> ImportResult:
         """Add reminders from JSON Lines (one object a line, with add's arguments as fields),
         all or nothing, as `duequeue import` does: every line is checked before the database is
-        touched, then all go in one transaction; a reminder whose key exists is skipped.
+        touched, then all go in one transaction. A line whose key a live reminder holds is
+        skipped when it has that reminder's content and is a conflict otherwise, as for `add`:
+        KeyConflictError, whose `.conflicts` name every such line, and nothing is written.
 
         `progress` is called with ("checking", size of a line) for each line read, then once
         with ("writing", 0). A bad line raises BadInputError with `.line` set.
@@ -241,7 +240,7 @@ class Queue:
                     progress("writing", 0)
                 # The spool is read back a chunk at a time, inside the one transaction.
                 store = self._open()
-                imported, skipped = import_lines.write(store, spool, now)
+                imported, skipped = import_lines.write(store, spool, now, parsed.blank)
         return from_records.imported(
             imported, skipped, [*self._created_notes(store), *parsed.notes]
         )
@@ -583,11 +582,27 @@ class Queue:
         return open_store(s.db, s.busy_timeout, create=self._create if create is None else create)
 
     def _created_notes(self, store: Store) -> list[str]:
-        """Say where the default database is when this call made it: a user who named none
-        learns where it is (one named by --db, DUEQUEUE_DB or the config was asked for)."""
-        if not store.created or self._origins.sources.get("db") != "default":
+        """Say so every time a call other than init makes the database: a mistyped --db or
+        DUEQUEUE_DB would otherwise leave reminders in a new queue no tick ever reads."""
+        if not store.created or self._said_created:
             return []
-        return [f"note: created a new database {self.location} (the default; --db names another)"]
+        self._said_created = True  # once: a later call of this Queue adds to a database it made
+        source = self._origins.sources.get("db")
+        if source == "default":
+            return [
+                f"note: created a new database {self.location} (the default; --db names another)"
+            ]
+        kind = "URL" if "://" in self.settings.db else "path"
+        where = {"argument": f"the {kind} given", "config file": f"the {kind} in the config file"}
+        made = (
+            f"created duequeue's tables in {self.location}"
+            if kind == "URL"
+            else f"created a new database {self.location}"
+        )
+        return [
+            f"note: {made} ({where.get(source or '', f'the {kind} in {source}')}); if that is "
+            "not the database your ticks run on, nothing added here is sent"
+        ]
 
 
 def check_setup(

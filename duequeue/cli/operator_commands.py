@@ -42,7 +42,8 @@ def import_(
     ],
     as_json: JSON = False,
 ) -> None:
-    """Add reminders from JSON Lines, all or nothing; existing keys are skipped."""
+    """Add reminders from JSON Lines, all or nothing; a live key with the same content is
+    skipped, with other content the import is refused (exit 1, the lines named), as for add."""
     with context.queue(ctx, create=True) as q:
         if file == "-":
             result = _import(q, sys.stdin.buffer, None)

@@ -83,6 +83,14 @@ class Dialect:
             return [int(i) for i in ids]
         return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
+    def texts(self, values: Sequence[str]) -> Any:
+        """Return a list of texts as the parameter value in_ids() expects (it takes texts too)."""
+        if self.ids_as == "array":
+            return list(values)
+        import json  # lazy: only import's key checks pass texts; the tick passes ids
+
+        return json.dumps(list(values))
+
     def in_select(self, column: str, select: str) -> str:
         """Return a condition: `column` is one of the values `select` returns."""
         return self.in_select_sql.format(column=column, select=select)

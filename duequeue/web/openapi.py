@@ -76,7 +76,10 @@ _ADD = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "at": {**_S, "description": "ISO 8601, +15m, now, or a local time read in tz"},
+        "at": {
+            **_S,
+            "description": "ISO 8601, +15m, now, a local time in tz, tomorrow 9am, in 2 hours",
+        },
         "tz": {**_S, "description": "IANA zone"},
         "rrule": _S,
         "cron": _S,

@@ -41,6 +41,18 @@ def queue(db: Db) -> Iterator[Queue]:
         yield q
 
 
+def made_note(queue: Queue) -> str:
+    """The note of the call that made the database (issue 33, item 1)."""
+    if "://" in queue.settings.db:
+        made, kind = f"created duequeue's tables in {queue.location}", "URL"
+    else:
+        made, kind = f"created a new database {queue.location}", "path"
+    return (
+        f"note: {made} (the {kind} given); if that is not the database your ticks run on, "
+        "nothing added here is sent"
+    )
+
+
 def test_add_of_a_live_key_with_other_content_raises_and_a_cancelled_one_frees_it(
     queue: Queue,
 ) -> None:
@@ -80,7 +92,7 @@ def test_add_tick_inspect_history_and_stats(queue: Queue, http: HttpSink) -> Non
             data={"room": 4},
             key="standup-1",
         )
-        assert added.created and added.notes == ()
+        assert added.created and added.notes == (made_note(queue),)
         again = queue.add(
             at="+1m",
             webhooks=[http.url("/r")],
@@ -354,6 +366,7 @@ def test_import_lines_checks_every_line_first_and_reports_progress(queue: Queue)
         listed = queue.inspect("all")
     assert (result.lines, result.imported, result.skipped) == (2, 2, 0)
     assert result.notes == (
+        made_note(queue),
         "note: field 'webhook' is read as 'webhooks', its name in Queue.add; rename it, "
         "the old name may go",
     )

@@ -32,8 +32,10 @@ def rows(db_path: Path) -> int:
 
 def test_add_prints_the_new_id_alone(cli: Cli) -> None:
     r = cli("add", "--at", "+15m", "--webhook", HOOK)
-    assert (r.code, r.out, r.err) == (0, "1\n", "")
-    assert cli("add", "--at", "+15m", "--webhook", HOOK).out == "2\n"
+    assert (r.code, r.out) == (0, "1\n")
+    assert r.err.startswith("duequeue: note: created a new database ")  # no init made it
+    again = cli("add", "--at", "+15m", "--webhook", HOOK)
+    assert (again.out, again.err) == ("2\n", "")
 
 
 def test_add_with_an_existing_key_adds_nothing_and_prints_the_existing_id(
