@@ -79,7 +79,7 @@ def reminder(v: store.ReminderView) -> results.Reminder:
         local_fire_at=_local(v.fire_at, v.tz),
         fire_release=v.fire_release,
         body=v.body,
-        data=None if v.data is None else redact.data(json.loads(v.data)),
+        data=None if v.data is None else _data(v.data),
         dead_letters=v.dead_letters,
         paused_at=_when(v.paused_at),
     )
@@ -323,3 +323,13 @@ def config_report(settings: Settings, origins: Origins, tz_data: str) -> results
         config_file_read=origins.config_file_read,
         tz_data=tz_data,
     )
+
+
+def _data(stored: str) -> Any:
+    """Return a reminder's stored data as shown (secrets masked); a stored text that is not
+    JSON any more (written by hand, a corrupt row the tick set aside) is shown as a note, never
+    as itself (it may hold a secret) and never as a failed view."""
+    try:
+        return redact.data(json.loads(stored))
+    except ValueError:
+        return "(unreadable: the stored data is not JSON)"
