@@ -79,7 +79,7 @@ def reminder(v: store.ReminderView) -> results.Reminder:
         local_fire_at=_local(v.fire_at, v.tz),
         fire_release=v.fire_release,
         body=v.body,
-        data=None if v.data is None else redact.data(json.loads(v.data)),
+        data=None if v.data is None else _data(v.data),
         dead_letters=v.dead_letters,
         paused_at=_when(v.paused_at),
     )
@@ -191,11 +191,14 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         sent_last_day=s.sent_last_day,
         failed_last_day=s.failed_last_day,
         last_successful_tick=_when(s.last_tick_ok_at),
-        hosts=tuple(results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS) for h in s.hosts),
+        hosts=tuple(
+            results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS, h.release) for h in s.hosts
+        ),
         moved_fires=s.moved_fires,
         lower_bounds=s.lower_bounds,
         paused=s.paused,
         queue_paused_since=_when(s.queue_paused_at),
+        last_tick_tz_release=s.tick_release,
     )
 
 
@@ -321,3 +324,13 @@ def config_report(settings: Settings, origins: Origins, tz_data: str) -> results
         config_file_read=origins.config_file_read,
         tz_data=tz_data,
     )
+
+
+def _data(stored: str) -> Any:
+    """Return a reminder's stored data as shown (secrets masked); a stored text that is not
+    JSON any more (written by hand, a corrupt row the tick set aside) is shown as a note, never
+    as itself (it may hold a secret) and never as a failed view."""
+    try:
+        return redact.data(json.loads(stored))
+    except ValueError:
+        return "(unreadable: the stored data is not JSON)"

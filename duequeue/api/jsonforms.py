@@ -204,9 +204,11 @@ def stats(s: Stats) -> dict[str, Any]:
                 "host": h.host,
                 "last_tick": iso(h.last_tick),
                 "clock_offset_s": seconds(h.clock_offset),
+                "tz_release": h.tz_release,
             }
             for h in s.hosts
         ],
+        "last_tick_tz_release": s.last_tick_tz_release,
         # True when a count stopped at a cap (serve's, Queue.stats(cap=)); lower_bounds names
         # those counts by their place here, each at least what it says. `stats` is exact.
         "estimate": s.estimate,

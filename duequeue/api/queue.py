@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from duequeue.config.settings import Settings, load_settings, load_settings_traced
 from duequeue.errors import BadInputError, DatabaseLostError, DuequeueError
 from duequeue.operations import tick
+from duequeue.schedule import release as tz_release
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms, parse_duration, to_ms
 from duequeue.store import open_store, safe_url
@@ -294,13 +295,16 @@ class Queue:
         on_start: Callable[[], None] | None = None,
         on_tick: Callable[[TickSummary], None] | None = None,
         on_error: Callable[[DuequeueError], None] | None = None,
+        on_tz_data: Callable[[str | None, str], None] | None = None,
     ) -> None:
         """Tick every `every` until SIGTERM or SIGINT, as `duequeue worker` does; return then.
 
         A database that cannot be opened raises StoreError at once; then `on_start` is called,
         and each tick (on a fresh connection) is passed to `on_tick`. A tick that fails (the
         database locked for long, say) is passed to `on_error` and the loop goes on. Call it
-        from the main thread: it handles the signals.
+        from the main thread: it handles the signals. New tz data on disk is followed before
+        the next tick, without a restart (docs/time.md); `on_tz_data` is then told the release
+        read before and the one read now ('' when unknown).
         """
         interval = _duration(every, "every")
         if limit is not None:
@@ -313,6 +317,11 @@ class Queue:
             on_start()
 
         def one_tick() -> str | None:
+            # New tz data (a tzdata upgrade, an OS update) is followed without a restart.
+            before = tz_release.in_use()
+            found = worker.follow_tz_data()
+            if found is not None and on_tz_data is not None:
+                on_tz_data(before, found)
             store = self._open_new()
             try:
                 now, clock = _queue_clock(store, self.settings)
@@ -714,11 +723,15 @@ def _queue_clock(store: Store, settings: Settings) -> tuple[datetime, Callable[[
     On SQLite (one host), or with the `clock` setting `host`, they are this host's own.
     """
     now = _now()
-    if settings.clock == "host":
-        return now, _clock_ms
+    # With the tz release this tick reads (a file's first line, read once a process), so that
+    # stats and doctor show a host (or, on SQLite, the last tick) running on older tz data.
+    mine = tz_release.in_use()
+    server = None
     host_ms = to_ms(now)
-    server = store.note_tick(settings.host or os.uname().nodename, host_ms)
+    if settings.clock != "host":
+        server = store.note_tick(settings.host or os.uname().nodename, host_ms, mine)
     if server is None:
+        store.note_release(mine)
         return now, _clock_ms
     offset = server - host_ms
     return from_ms(server), lambda: _clock_ms() + offset

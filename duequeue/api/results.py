@@ -301,6 +301,7 @@ class HostSeen:
     host: str
     last_tick: datetime  # by the database server's clock
     clock_offset: timedelta  # the host's clock minus the server's at that tick (ahead: > 0)
+    tz_release: str | None = None  # the tz data release its last tick read (None: unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +334,7 @@ class Stats:
     # Since when the whole queue is paused (`duequeue pause`): ticks deliver nothing. None: it
     # is not.
     queue_paused_since: datetime | None = None
+    last_tick_tz_release: str | None = None  # SQLite: the tz release the last tick read
     # The counts that stopped at a cap (stats(cap=...)), each at least what it says; () when
     # every figure is exact, as `duequeue stats` always is.
     lower_bounds: tuple[str, ...] = ()

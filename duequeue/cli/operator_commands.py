@@ -317,6 +317,10 @@ def worker(
             on_start=lambda: log(f"worker: ticking every {every} on {q.location}"),
             on_tick=on_tick,
             on_error=on_error,
+            on_tz_data=lambda old, new: log(
+                f"worker: tz data changed on disk: {old or 'unknown'} -> {new or 'unknown'}; "
+                "zones loaded again"
+            ),
         )
     log("worker: stopped by a signal")
 

@@ -230,6 +230,11 @@ def stats_text(s: Stats) -> str:
                 f"({seconds(s.at - s.last_successful_tick):.0f}s ago)"
             ),
             *_hosts_lines(s),
+            *(
+                [f"tz release of the last tick: {s.last_tick_tz_release}"]
+                if s.last_tick_tz_release and not s.hosts
+                else []
+            ),
             f"fires moved by zone rules changes: {s.moved_fires}",
         ]
     )
@@ -239,7 +244,8 @@ def _hosts_lines(s: Stats) -> list[str]:
     if not s.hosts:
         return []
     seen = [
-        f"{h.host} {_ago(s.at - h.last_tick)} ago (clock {h.clock_offset.total_seconds():+.3f}s)"
+        f"{h.host} {_ago(s.at - h.last_tick)} ago (clock {h.clock_offset.total_seconds():+.3f}s"
+        + (f", tz {h.tz_release})" if h.tz_release else ")")
         for h in s.hosts
     ]
     return [f"hosts ticking, last day: {', '.join(seen)}"]

@@ -11,7 +11,7 @@ from duequeue.errors import ConfigError, DuequeueError
 from duequeue.schedule import release, zones
 from duequeue.shared.timefmt import iso
 from duequeue.store import safe_url
-from duequeue.store.records import HealthCheck
+from duequeue.store.records import HealthCheck, HostTick
 
 Check = HealthCheck
 
@@ -49,7 +49,7 @@ def run(
         return [Check(name, False, detail, fix), *zone_checks("UTC")]
     checks.append(Check("settings", True, "flags, environment and config file are valid"))
     checks.extend(database_checks(settings.db, open_store, clock))
-    checks.extend(tz_release_checks(settings.db, open_store))
+    checks.extend(tz_release_checks(settings.db, open_store, clock))
     checks.extend(smtp_checks(settings))
     checks.extend(email_targets_check(settings, open_store))
     checks.extend(channels_check(settings, open_store))
@@ -380,9 +380,12 @@ def target_secret_checks(settings: Any, open_store: Callable[[str], Any]) -> lis
     ]
 
 
-def tz_release_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
+def tz_release_checks(
+    db: str, open_store: Callable[[str], Any], clock: Callable[[], int] | None = None
+) -> list[Check]:
     """Compare the tz release this host reads with the newest the queue's fires were computed
-    with: a host with older data never computes fires back, but says what to update."""
+    with: a host with older data never computes fires back, but says what to update. Then
+    name the hosts (SQLite: the last tick) that tick with older data than the queue's."""
     if "://" not in db and not _exists(Path(db)):
         return []  # the database check says so
     mine = zones.in_use()
@@ -392,36 +395,70 @@ def tz_release_checks(db: str, open_store: Callable[[str], Any]) -> list[Check]:
         return []  # the database check says so
     try:
         queue = store.queue_release()
+        hosts, last_tick = store.tick_releases(clock() if clock is not None else 0)
     except DuequeueError:
         return []
     finally:
         store.close()
+    mine_check = _this_host_release(mine, queue)
+    newest = max((r for r in (queue, mine.version) if r), key=release.key, default=None)
+    behind = _behind(hosts, last_tick, newest)
+    if behind is None or not mine_check.ok:
+        return [mine_check]
+    return [
+        Check(
+            "tz release",
+            False,
+            f"{mine_check.detail}; but {behind}: what it adds or moves on follows older rules "
+            f"until a host with {newest} ticks",
+            f"update that host's tz data to {newest} or newer (`pip install -U tzdata`, or the "
+            "OS package tzdata); a running `duequeue worker` follows it without a restart",
+        )
+    ]
+
+
+def _behind(hosts: tuple[HostTick, ...], last_tick: str | None, newest: str | None) -> str | None:
+    """Say which hosts that ticked in the last day (SQLite: the last tick) read older tz data
+    than `newest`; None when none does."""
+    if newest is None:
+        return None
+    if hosts:
+        old = [
+            f"{h.host} ticks with {h.release}"
+            for h in hosts
+            if h.release and release.newer(newest, h.release)
+        ]
+        return ", ".join(old) or None
+    if last_tick and release.newer(newest, last_tick):
+        return f"the last tick ran on {last_tick}"
+    return None
+
+
+def _this_host_release(mine: zones.TzData, queue: str | None) -> Check:
     here = mine.describe()
     if mine.version is None:
-        return [Check("tz release", False, f"this host reads tz data {here}", _NEWER_TZDATA)]
+        return Check("tz release", False, f"this host reads tz data {here}", _NEWER_TZDATA)
     if queue is None:
         detail = f"this host reads {here}; the queue has none recorded yet (the next tick does)"
-        return [Check("tz release", True, detail)]
+        return Check("tz release", True, detail)
     if queue == mine.version:
         detail = f"this host reads {here}; the queue's fires were computed with {queue}"
-        return [Check("tz release", True, detail)]
+        return Check("tz release", True, detail)
     if release.newer(mine.version, queue):
         detail = (
             f"this host reads {here}, newer than the queue's {queue}: the next tick computes "
             "pending fires again (`duequeue recompute --dry-run` lists what moves)"
         )
-        return [Check("tz release", True, detail)]
-    return [
-        Check(
-            "tz release",
-            False,
-            f"this host reads {here}, older than the queue's {queue}: its ticks leave fires "
-            f"newer data computed alone, but what it adds or moves on follows older rules "
-            f"until a host with {queue} ticks",
-            f"update this host's tz data to {queue} or newer: `pip install -U tzdata`, or the OS "
-            "package tzdata (duequeue reads the newer of the two)",
-        )
-    ]
+        return Check("tz release", True, detail)
+    return Check(
+        "tz release",
+        False,
+        f"this host reads {here}, older than the queue's {queue}: its ticks leave fires "
+        f"newer data computed alone, but what it adds or moves on follows older rules "
+        f"until a host with {queue} ticks",
+        f"update this host's tz data to {queue} or newer: `pip install -U tzdata`, or the OS "
+        "package tzdata (duequeue reads the newer of the two)",
+    )
 
 
 def zone_checks(default_tz: str) -> list[Check]:

@@ -12,7 +12,22 @@ from collections.abc import Callable
 from types import FrameType
 
 from duequeue.errors import DuequeueError
+from duequeue.schedule import rules
 from duequeue.store.backend import Listener
+
+
+def follow_tz_data() -> str | None:
+    """Before a tick: follow tz data updated on disk since the last one (schedule/rules.py);
+    return the new release when it changed.
+
+    In the process, not by re-executing it: `Queue.worker` runs inside a caller's program,
+    which an exec would replace, and an exec would also start whatever version of duequeue is
+    installed by then, a code upgrade nobody asked for in the middle of a run. Every cache of
+    zone data is duequeue's own (zoneinfo's cache, the zones' digests, the RRULE series, the
+    release), so dropping them is complete: cronsim and dateutil keep none of their own (they
+    are handed the zone each time).
+    """
+    return rules.follow_tz_data()
 
 
 class _Stop(Exception):

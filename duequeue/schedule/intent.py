@@ -12,7 +12,9 @@ they were when written, so newer rules cannot change which fires they pass:
   old rules is not delivered again at 09:00 under the new ones, and none is skipped;
 - an RRULE every N hours, minutes or seconds keeps its place in its series: the pending fire
   moves by as much as its start did;
-- a cron rule whose hour is '*' fires next at its first fire after after_wall's instant.
+- a cron rule whose hour is '*' fires next at its first fire after after_wall's instant: the
+  instant already reached, so in a repeated hour the later copy when both lie before the pending
+  fire (a fire passed over or sent in the second copy is not handed out again).
 """
 
 from dataclasses import dataclass
@@ -20,7 +22,7 @@ from datetime import datetime, timedelta
 from itertools import islice
 
 from duequeue.schedule import rules
-from duequeue.schedule.wallclock import resolve_wall, to_wall
+from duequeue.schedule.wallclock import resolve_reached, resolve_wall, to_wall
 from duequeue.shared.timefmt import from_ms, to_ms
 
 # Zone offsets differ by at most 26 hours, so a wall time's instant under any rules lies
@@ -83,7 +85,9 @@ def _pending(
     if after_wall is None:
         return rules.first_fire(rule)
     floor = _wall(after_wall)
-    floor_at = resolve_wall(floor, rule.tz)
+    # The instant already reached: after_wall was read off an instant before the pending fire,
+    # so of a repeated hour's two copies it is the later one when both lie before that fire.
+    floor_at = resolve_reached(floor, rule.tz, fire)
     if rules.follows_elapsed_time(rule):
         return rules.next_fire(rule, floor_at)
     lower = max(floor_at - _SPAN, rule.dtstart - _MS)

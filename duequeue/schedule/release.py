@@ -83,6 +83,48 @@ def in_use() -> str | None:
     return _current
 
 
+def chosen(version: str | None) -> None:
+    """Note the release zones.py chose for this process (the two always agree)."""
+    global _current, _known
+    _current, _known = version, True
+
+
+def on_disk() -> str | None:
+    """Return the release a new process would read now: the system folder's tzdata.zi first
+    line and the `tzdata` package's version as its file says it (an upgrade of the package
+    under a running process is seen too; the imported module keeps the old constant)."""
+    return pick(tzpath(), _package_on_disk())[0]
+
+
+def changed() -> str | None:
+    """Return the release on disk when it is no longer the one this process reads ('' when it
+    is unknown there); None when it is the same, or when nothing was read yet (the first use
+    reads the disk anyway). A long-running process (`worker`) asks this between ticks."""
+    if not _known:
+        return None
+    found = on_disk()
+    return None if found == _current else (found or "")
+
+
+def _package_on_disk() -> str | None:
+    # Only a long-running process (`worker`) asks, between ticks: cron's tick never imports these.
+    import re
+    from importlib import util
+
+    try:
+        spec = util.find_spec("tzdata")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    try:
+        with open(spec.origin, encoding="utf-8") as f:
+            found = re.search(r"""^IANA_VERSION\s*=\s*["']([^"']+)["']""", f.read(4096), re.M)
+    except (OSError, UnicodeDecodeError):
+        return package()
+    return found.group(1) if found else package()
+
+
 def forget() -> None:
     """Find the release again on next use (tests that swap zone folders in one process)."""
     global _known

@@ -242,6 +242,24 @@ def zone_digest(name: str) -> str | None:
     return zones.digest(name)
 
 
+def follow_tz_data() -> str | None:
+    """Between ticks of a long-running process: when the tz data on disk is no longer the
+    release this process reads, forget every zone loaded and everything computed from one, so
+    the next tick reads the new release everywhere (its catch-up then computes again the fires
+    the old one computed); return the release found then, None when nothing changed.
+
+    Without it zones not loaded yet would come from the new files while the process still
+    names the old release: a fire computed from both (issue 30: a daily 08:00 on the old data,
+    then 09:00 again the same day).
+    """
+    found = release.changed()
+    if found is None:
+        return None
+    zones.reset()  # the release, the search path, zoneinfo's cache, the zones' digests
+    rrule_series.cache_clear()  # series keyed by zones of the old data
+    return found
+
+
 def data_release() -> str:
     """Return the tz release the zones are read from ('' when unknown)."""
     return release.in_use() or ""

@@ -45,6 +45,23 @@ def resolve_wall(wall: datetime, tz: ZoneInfo) -> datetime:
     return first if change is None else change
 
 
+def resolve_reached(wall: datetime, tz: ZoneInfo, before: datetime) -> datetime:
+    """Return the aware UTC instant a wall time stands for when it was read off an instant
+    earlier than `before`: a repeated wall time whose second occurrence is also earlier is that
+    second one (the later instant already reached), else as resolve_wall.
+
+    A recurring row keeps the wall time its pending fire was found after, without its offset;
+    read back as the first copy of a repeated hour it would hand out again fires the row had
+    passed (docs/time.md: when zone rules change).
+    """
+    first = resolve_wall(wall, tz)
+    naive = wall.replace(tzinfo=None)
+    second = naive.replace(tzinfo=tz, fold=1).astimezone(UTC)
+    if first < second < before.astimezone(UTC) and to_wall(second, tz) == naive:
+        return second
+    return first
+
+
 def gap_ending_at(instant: datetime, tz: ZoneInfo) -> datetime | None:
     """Return the wall time a gap ending exactly at an aware instant starts at, else None.
 

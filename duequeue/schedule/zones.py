@@ -44,6 +44,7 @@ def in_use() -> TzData:
     if _in_use is None:
         choice = choose(release.tzpath(), release.package())
         _in_use, _system_dir = _apply(choice), choice.system_dir
+        release.chosen(_in_use.version)
     return _in_use
 
 

@@ -65,9 +65,10 @@ class Backend(Protocol):
         """Return the database server's clock in unix ms (one round trip), or None where the
         host's own clock is the queue's."""
 
-    def note_tick(self, host: str, host_ms: int) -> int | None:
-        """Note that `host`, whose clock reads `host_ms`, ticks now (for `stats`); return the
-        server's clock in unix ms, or None where the host's own clock is the queue's."""
+    def note_tick(self, host: str, host_ms: int, release: str | None = None) -> int | None:
+        """Note that `host`, whose clock reads `host_ms` and which reads tz data `release`,
+        ticks now (for `stats`, `doctor`); return the server's clock in unix ms, or None where
+        the host's own clock is the queue's."""
 
     def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
         """Return the hosts noted ticking in the last day, the latest first; () when one host

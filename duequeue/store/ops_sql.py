@@ -284,6 +284,7 @@ def stats(run: Run, d: Dialect, now: int, cap: int | None = None) -> Stats:
         paused=state["paused"],
         dead_reminders=state["dead_reminders"],
         queue_paused_at=pause_sql.queue_paused(run, d),
+        tick_release=tz_sql.tick_release(run, d),
     )
 
 

@@ -206,16 +206,19 @@ class PostgresBackend:
         """Return the database server's clock, in unix ms (one round trip)."""
         return self.transact_cursor(_server_ms, what="reading the server's clock", repeatable=True)
 
-    def note_tick(self, host: str, host_ms: int) -> int:
-        """Note `host`'s tick (and its clock's offset) in duequeue_meta; return the server's
-        clock. One statement in autocommit: the round trip that reading the clock costs."""
+    def note_tick(self, host: str, host_ms: int, release: str | None = None) -> int:
+        """Note `host`'s tick (its clock's offset, the tz release it reads) in duequeue_meta;
+        return the server's clock. One round trip: what reading the clock costs."""
         self._check_cut("noting the tick")
         # One round trip, without waiting for the WAL to reach the disk (synchronous_commit
         # off for this transaction alone): a host's last tick lost in a server crash is
         # harmless, and a flush would make the empty tick several times slower. The values
         # are literals: several statements go as one simple query, which takes no parameters.
         query = psycopg.sql.SQL(_NOTE_TICK).format(
-            name=psycopg.sql.Literal(HOST_PREFIX + host), host_ms=psycopg.sql.Literal(host_ms)
+            name=psycopg.sql.Literal(HOST_PREFIX + host),
+            host_ms=psycopg.sql.Literal(host_ms),
+            tz_name=psycopg.sql.Literal(TZ_PREFIX + host),
+            release=psycopg.sql.Literal(release),
         )
 
         def note(cur: Cursor) -> int:
@@ -240,12 +243,21 @@ class PostgresBackend:
     def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
         """Return the hosts that ticked in the last day, the latest first."""
         found = []
-        for name, value in run(
-            "SELECT name, value FROM duequeue_meta WHERE left(name, 5) = 'host:'", {}
-        ):
+        rows = run(
+            """SELECT name, value FROM duequeue_meta
+               WHERE left(name, 5) = 'host:' OR left(name, 8) = 'host_tz:'""",
+            {},
+        )
+        releases = {
+            str(n).removeprefix(TZ_PREFIX): str(v) for n, v in rows if str(n).startswith(TZ_PREFIX)
+        }
+        for name, value in rows:
+            if not str(name).startswith(HOST_PREFIX):
+                continue
             at, _, offset = str(value).partition(" ")
+            host = str(name).removeprefix(HOST_PREFIX)
             with contextlib.suppress(ValueError):
-                tick = HostTick(str(name).removeprefix(HOST_PREFIX), int(at), int(offset))
+                tick = HostTick(host, int(at), int(offset), releases.get(host))
                 if tick.at > now - DAY_MS:
                     found.append(tick)
         return tuple(sorted(found, key=lambda h: (-h.at, h.host)))
@@ -457,8 +469,15 @@ def _schema_state(cur: Cursor) -> tuple[str, int] | None:
 # One row per host in duequeue_meta, "host:<name>" -> "<last tick, server ms> <offset ms>": a
 # host's row is written by its own ticks only, so hosts never wait on each other for it.
 HOST_PREFIX = "host:"
+# Beside it, "host_tz:<name>" -> the tz release the host's last tick read: a row of its own, so
+# that versions reading "host:" rows as before still can; rewritten only when it changes.
+TZ_PREFIX = "host_tz:"
 DAY_MS = 86_400_000
 _NOTE_TICK = """BEGIN; SET LOCAL synchronous_commit = off;
+    INSERT INTO duequeue_meta (name, value) SELECT {tz_name}, {release}
+        WHERE {release}::text IS NOT NULL
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value
+        WHERE duequeue_meta.value IS DISTINCT FROM excluded.value;
     WITH t AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
     INSERT INTO duequeue_meta (name, value)
     SELECT {name}, t.ms || ' ' || ({host_ms} - t.ms) FROM t

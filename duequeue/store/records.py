@@ -330,6 +330,7 @@ class HostTick:
     host: str
     at: int
     offset_ms: int  # the host's clock minus the server's: positive when the host runs ahead
+    release: str | None = None  # the tz release its last tick read (None: not recorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +358,7 @@ class Stats:
     moved_fires: int = 0  # pending fires moved by zone rules changes (fire_moves)
     paused: int = 0  # reminders paused (`pause ID`): not pending, not due
     queue_paused_at: int | None = None  # since when the whole queue is paused; None: it is not
+    tick_release: str | None = None  # SQLite: the tz release the last tick read
     # The counts that stopped at a cap (ops_sql.stats): each is a lower bound, not exact.
     lower_bounds: tuple[str, ...] = ()
 

@@ -86,8 +86,8 @@ class SQLiteBackend:
     def server_ms(self) -> None:
         return None
 
-    def note_tick(self, host: str, host_ms: int) -> None:
-        return None
+    def note_tick(self, host: str, host_ms: int, release: str | None = None) -> None:
+        return None  # the tick's tz release: Store.note_release
 
     def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
         return ()

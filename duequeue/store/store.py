@@ -38,6 +38,7 @@ from duequeue.store.records import (
     Fire,
     FireMove,
     HealthCheck,
+    HostTick,
     NewReminder,
     PendingRetry,
     PruneCounts,
@@ -108,11 +109,33 @@ class Store:
         if self.dialect.notify_due:
             run(self.dialect.sql(self.dialect.notify_due), {"fire": str(fire_at or "")})
 
-    def note_tick(self, host: str, host_ms: int) -> int | None:
-        """Note that `host` (whose clock reads `host_ms`) ticks now; return the instant the
-        tick judges what is due by: the database server's clock on a shared database, None
-        where the host's own clock is the queue's (SQLite: one host). One round trip."""
-        return self.backend.note_tick(host, host_ms)
+    def note_tick(self, host: str, host_ms: int, release: str | None = None) -> int | None:
+        """Note that `host` (whose clock reads `host_ms`, reading tz data `release`) ticks now;
+        return the instant the tick judges what is due by: the database server's clock on a
+        shared database, None where the host's own clock is the queue's (SQLite: one host).
+        One round trip (SQLite: a read, and a write only when the release changed)."""
+        return self.backend.note_tick(host, host_ms, release)
+
+    def note_release(self, release: str | None) -> None:
+        """Record the tz release this tick reads as the last tick's (stats, doctor), where
+        no host is noted with its own (SQLite, or the `clock` setting `host`): a read, and a
+        write only when it changed, so an empty tick takes no write lock for it."""
+        if release is None:
+            return
+        d = self.dialect
+        if self._read(lambda run: tz_sql.tick_release(run, d), "tz release") != release:
+            self._write(
+                lambda run: run(d.sql(tz_sql.SET_TICK_RELEASE), {"release": release}),
+                "noting the tz release",
+            )
+
+    def tick_releases(self, now: int) -> tuple[tuple[HostTick, ...], str | None]:
+        """Return the hosts that ticked in the last day (each with its tz release) and, where
+        one host ticks (SQLite), the tz release of the last tick (doctor)."""
+        d = self.dialect
+        return self._read(
+            lambda run: (self.backend.hosts(run, now), tz_sql.tick_release(run, d)), "hosts"
+        )
 
     def server_ms(self) -> int | None:
         """Return the clock that judges what is due on a shared database (its server's, in unix

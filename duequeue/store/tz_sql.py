@@ -194,6 +194,20 @@ def moves(run: Run, d: Dialect, reminder_id: int) -> list[FireMove]:
     return [FireMove(int(r[0]), int(r[1]), int(r[2]), r[3], r[4], int(r[5])) for r in rows]
 
 
+# The tz release the last tick read, on a database one host ticks (SQLite; PostgreSQL notes one
+# per host beside its clock, store/postgres.py): written only when it changes.
+TICK_RELEASE = "tick_tz_release"
+_READ_TICK_RELEASE = f"SELECT value FROM queue_meta WHERE name = '{TICK_RELEASE}'"
+SET_TICK_RELEASE = f"""INSERT INTO queue_meta (name, value) VALUES ('{TICK_RELEASE}', :release)
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value"""
+
+
+def tick_release(run: Run, d: Dialect) -> str | None:
+    """Return the tz release the last tick read, where one is recorded (SQLite)."""
+    found = run(d.sql(_READ_TICK_RELEASE), {})
+    return str(found[0][0]) if found else None
+
+
 def count_moves(run: Run, d: Dialect) -> int:
     """Return how many fires zone rules changes have moved (stats)."""
     ((total,),) = run(d.sql("SELECT count(*) FROM fire_moves"), {})

@@ -143,8 +143,11 @@ _STATS = _obj(
         "last_successful_tick": _TIME,
         "hosts": {
             "type": "array",
-            "items": _obj({"host": _S, "last_tick": _TIME, "clock_offset_s": _NUM}),
+            "items": _obj(
+                {"host": _S, "last_tick": _TIME, "clock_offset_s": _NUM, "tz_release": _NS}
+            ),
         },
+        "last_tick_tz_release": _NS,
     }
 )
 _HISTORY = _obj(

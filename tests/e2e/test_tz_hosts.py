@@ -22,9 +22,9 @@ HOOK = "http://127.0.0.1:9/never-called"
 class Host:
     """duequeue on one host: a zone folder, the shared queue."""
 
-    def __init__(self, db: str, folder: Path) -> None:
+    def __init__(self, db: str, folder: Path, name: str = "") -> None:
         self.db = db
-        self.env = {"PYTHONTZPATH": str(folder)}
+        self.env = {"PYTHONTZPATH": str(folder)} | ({"DUEQUEUE_HOST": name} if name else {})
 
     def __call__(self, *args: str, code: int = 0) -> Any:
         # The URL as it is: Path() would fold its // into a relative file name.
@@ -79,8 +79,10 @@ def test_the_newest_release_wins_and_a_host_with_older_data_never_computes_back(
     assert not check["ok"]
     assert "2099a" in check["detail"] and "older than the queue's 2099b" in check["detail"]
     assert "pip install -U tzdata" in check["fix"]
-    newer = [c for c in new("doctor", "--json")["checks"] if c["name"] == "tz release"]
-    assert newer[0]["ok"] and "computed with 2099b" in newer[0]["detail"]
+    # On the newer host it says that a host ticked on older data (issue 30).
+    newer = [c for c in new("doctor", "--json", code=1)["checks"] if c["name"] == "tz release"]
+    assert "computed with 2099b" in newer[0]["detail"]
+    assert not newer[0]["ok"] and "ticks with 2099a" in newer[0]["detail"]
 
     # What the older host adds follows its rules until a newer host ticks; then it moves once.
     later = old.add()
@@ -91,3 +93,25 @@ def test_the_newest_release_wins_and_a_host_with_older_data_never_computes_back(
     history = new("history", str(later), "--json")["moved_fires"]
     assert [(m["old_release"], m["new_release"]) for m in history] == [("2099a", "2099b")]
     assert new("stats", "--json")["moved_fires"] == 2
+
+
+def test_stats_and_doctor_name_the_tz_release_each_host_ticks_with(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # A host left on older data (a worker not restarted, a host not updated) is visible.
+    old = Host(pg_url, build(tmp_path, "2099a"), "h-old")
+    new = Host(pg_url, build(tmp_path, "2099b"), "h-new")
+    old.add()
+    new("tick")
+    old("tick")
+    hosts = {h["host"]: h["tz_release"] for h in new("stats", "--json")["hosts"]}
+    assert hosts == {"h-old": "2099a", "h-new": "2099b"}
+    assert "h-old " in new("stats") and "tz 2099a)" in new("stats")
+    report = new("doctor", "--json", code=1)
+    (check,) = [c for c in report["checks"] if c["name"] == "tz release"]
+    assert not check["ok"]
+    assert "h-old ticks with 2099a" in check["detail"], check
+    old.env["PYTHONTZPATH"] = new.env["PYTHONTZPATH"]  # h-old updated: no host is behind
+    old("tick")
+    (check,) = [c for c in new("doctor", "--json")["checks"] if c["name"] == "tz release"]
+    assert check["ok"], check

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from duequeue.schedule import release
 from tests.clirunner import SECRET, Cli
 from tests.servers import HttpSink, Reply, SmtpSink, free_port
 from tests.stores import Db
@@ -261,6 +262,7 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
         },
         "last_successful_tick": "2027-01-05T08:00:00.000Z",
         "hosts": [],  # ticks by the host's clock (conftest) note no host
+        "last_tick_tz_release": release.in_use(),  # the tz data these ticks read
         "estimate": False,  # stats counts exactly (serve's counts stop at a cap)
         "lower_bounds": [],
     }

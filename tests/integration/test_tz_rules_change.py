@@ -346,3 +346,55 @@ def test_a_rescheduled_reminder_follows_its_new_time_through_a_rules_change(
     tz.use(tz.b)
     ticks(db, SWAP, END)
     assert [tz.local(f, "Test/Zone") for f in fired(http, "/moved")] == ["03-15 09:00"]
+
+
+# 2026-11-01 in Test/Zone: 01:00-02:00 is repeated (08:00-09:00Z at UTC-7, then 09:00-10:00Z at
+# UTC-8). Release B changes the zone only from 2027 on, so its rules for that night are A's, but
+# its digest differs: a tick under B computes the pending fire again.
+FALL = datetime(2026, 11, 1, 6, 55, tzinfo=UTC)  # 23:55 PDT, Oct 31
+
+
+def _half_past(hour: int, minute: int = 30) -> str:
+    return f"2026-11-01T{hour:02d}:{minute:02d}:00.000Z"
+
+
+def test_a_fire_passed_over_in_the_repeated_hour_is_not_delivered_by_a_later_update(
+    db: Db, http: HttpSink, tz: Folders
+) -> None:
+    # Ticks stop after 00:40 PDT and come back at 01:50 PST (the second copy): the backlog is
+    # coalesced (the first copy of 01:30 goes out late, the second is passed over) and the row
+    # moves on to 02:30 PST. New zone data arrives at 02:15 PST, after the hour.
+    tz.use(tz.a)
+    cli = Cli(db, FALL)
+    rid = cli.add("--cron", "30 * * * *", *ZONE, "--webhook", http.url("/h"))
+    ticks(db, FALL, datetime(2026, 11, 1, 7, 45, tzinfo=UTC))
+    ticks(db, datetime(2026, 11, 1, 9, 50, tzinfo=UTC), datetime(2026, 11, 1, 9, 51, tzinfo=UTC))
+    tz.use(tz.b)
+    ticks(db, datetime(2026, 11, 1, 10, 15, tzinfo=UTC), datetime(2026, 11, 1, 11, 0, tzinfo=UTC))
+    # Not the second copy of 01:30 (09:30Z) 45 minutes late: it was passed over.
+    assert fired(http, "/h") == [_half_past(7), _half_past(8), _half_past(10)]
+    assert cli("history", str(rid), "--json").json()["moved_fires"] == []
+    assert cli("stats", "--json").json()["moved_fires"] == 0
+
+
+def test_a_fire_sent_in_the_repeated_hour_is_not_moved_back_to_by_a_later_update(
+    db: Db, http: HttpSink, tz: Folders
+) -> None:
+    # Ticks every 10 minutes deliver both copies of 01:30; the update lands at 02:15 PST. The
+    # row's pending 02:30 PST stays: no moved fire, no late tick of the 01:30 already sent.
+    tz.use(tz.a)
+    cli = Cli(db, FALL)
+    rid = cli.add("--cron", "30 * * * *", *ZONE, "--webhook", http.url("/h"))
+    ticks(db, FALL, datetime(2026, 11, 1, 10, 5, tzinfo=UTC))
+    tz.use(tz.b)
+    store = open_store(str(db))
+    try:
+        at = to_ms(datetime(2026, 11, 1, 10, 15, tzinfo=UTC))
+        summary = tick(store, at, TickOptions(channel_timeout=5), clock=lambda: at)
+    finally:
+        store.close()
+    assert summary.claimed == 0
+    ticks(db, datetime(2026, 11, 1, 10, 25, tzinfo=UTC), datetime(2026, 11, 1, 11, 0, tzinfo=UTC))
+    assert fired(http, "/h") == [_half_past(h) for h in (7, 8, 9, 10)]
+    assert cli("history", str(rid), "--json").json()["moved_fires"] == []
+    assert cli("stats", "--json").json()["moved_fires"] == 0

@@ -67,7 +67,7 @@ def test_a_history_and_the_stats_have_the_documented_keys() -> None:
         dead_letters=3, dead_reminders=2, retrying_targets=0, disabled_targets=0,
         oldest_due_at=AT - timedelta(seconds=12.5), sent_last_hour=4, failed_last_hour=1,
         sent_last_day=9, failed_last_day=2, last_successful_tick=AT,
-        hosts=(HostSeen("worker-1", AT, timedelta(milliseconds=4)),),
+        hosts=(HostSeen("worker-1", AT, timedelta(milliseconds=4), "2026f"),),
     )  # fmt: skip
     shown = jsonforms.stats(stats)
     assert set(shown) == _keys(SCHEMAS["Stats"])
@@ -77,8 +77,14 @@ def test_a_history_and_the_stats_have_the_documented_keys() -> None:
     assert shown["oldest_due_lateness_s"] == 12.5
     assert shown["deliveries"]["last_hour"] == {"sent": 4, "failed": 1}
     assert shown["hosts"] == [
-        {"host": "worker-1", "last_tick": "2027-01-05T08:00:00.000Z", "clock_offset_s": 0.004}
+        {
+            "host": "worker-1",
+            "last_tick": "2027-01-05T08:00:00.000Z",
+            "clock_offset_s": 0.004,
+            "tz_release": "2026f",
+        }
     ]
+    assert shown["last_tick_tz_release"] is None
 
 
 def test_instants_are_utc_to_the_millisecond() -> None:
