@@ -381,6 +381,7 @@ def measure(
     parts: Sequence[str] = PARTS,
     delivery_sizes: Sequence[int] = DELIVERY_SIZES,
     parallel: int = 2,
+    show: Callable[[str], None] | None = None,
 ) -> dict[str, float]:
     """Measure the figures of `parts` once, `parallel` processes at a time (the counts do not
     depend on what runs beside them), each in a folder of its own."""
@@ -405,6 +406,9 @@ def measure(
         if "empty" in parts:
             jobs |= {"empty_tick": _empty_job, "import_base": _base_job}
         counts = _run(jobs, Path(tmp), parallel)
+    if show is not None:
+        for name, count in counts.items():
+            show(f"  {name}: {count:,} instructions")
     figures: dict[str, float] = {}
     if "delivery" in parts:
         for figure, job in (("tick_per_delivery", "tick"), ("bare_per_post", "bare")):
@@ -474,6 +478,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", choices=sorted(PARTS), nargs="+", help="measure these parts")
     parser.add_argument("--file", type=Path, default=BUDGET_FILE, help="the budget file")
     parser.add_argument(
+        "--counts", action="store_true", help="print each measured process's instructions too"
+    )
+    parser.add_argument(
         "--parallel", type=int, default=2, help="processes measured at once (default 2)"
     )
     parser.add_argument(
@@ -496,10 +503,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     compile_all()
     runs = []
     for _ in range(args.repeat):
-        runs.append(
-            measure(args.only or PARTS, args.delivery_sizes or DELIVERY_SIZES, args.parallel)
-        )
-        _show(runs[-1])
+        try:
+            figures = measure(
+                args.only or PARTS,
+                args.delivery_sizes or DELIVERY_SIZES,
+                args.parallel,
+                print if args.counts else None,
+            )
+        except RuntimeError as exc:  # a measured process failed: nothing was measured
+            print(f"budget: error: {exc}", file=sys.stderr)
+            return 2
+        runs.append(figures)
+        _show(figures)
     if args.repeat > 1:
         _spread(runs)
     figures = runs[0]
