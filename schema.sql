@@ -1,4 +1,4 @@
--- duequeue schema, version 9 (SQLite). The single source of truth: applied on first use of a
+-- duequeue schema, version 10 (SQLite). The single source of truth: applied on first use of a
 -- database and shipped inside the wheel. Every time is INTEGER unix milliseconds UTC.
 
 -- 'dque': marks the file as ours, so a foreign SQLite database is refused instead of altered.
@@ -163,4 +163,14 @@ CREATE TABLE tick_marks (
     last_ok_at  INTEGER NOT NULL
 );
 
-PRAGMA user_version = 9;
+-- Version 10. What the list shows of each reminder, for serve's search: its subject, key and each
+-- target as `channel: address`, the address as shown (a notify URL's tokens masked), one per
+-- line; never a secret. A trigram index (FTS5) finds any part of 3 characters or more without
+-- reading the table. Written by add, import and edit (store/search_sql.py), never by a tick; a
+-- deleted reminder's text goes with it.
+CREATE VIRTUAL TABLE reminder_search USING fts5(text, tokenize = 'trigram', detail = 'none');
+CREATE TRIGGER reminder_search_delete AFTER DELETE ON reminders BEGIN
+    DELETE FROM reminder_search WHERE rowid = old.id;
+END;
+
+PRAGMA user_version = 10;

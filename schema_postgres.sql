@@ -1,4 +1,4 @@
--- duequeue schema, version 9 (PostgreSQL): the counterpart of schema.sql, with the same tables and
+-- duequeue schema, version 10 (PostgreSQL): the counterpart of schema.sql, with the same tables and
 -- columns, so that `duequeue migrate` copies a SQLite database column for column
 -- (tests/test_schema_parity.py compares the two as applied). Applied on first
 -- use into the connection's current schema and shipped inside the wheel. Every time is BIGINT unix
@@ -172,4 +172,30 @@ CREATE TABLE tick_marks (
     last_ok_at  BIGINT NOT NULL
 );
 
-INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '9');
+-- Version 10. What the list shows of each reminder, for serve's search (schema.sql says what):
+-- a table of its own, so that a tick's updates of reminders never touch its index. pg_trgm's
+-- GIN index finds any part of 3 characters or more without reading the table. pg_trgm ships with
+-- PostgreSQL and is trusted (any role that may create in the database may add it); where it
+-- cannot be added, the index is left out and a search reads this narrow table instead
+-- (`doctor` says so).
+CREATE TABLE reminder_search (
+    reminder_id BIGINT PRIMARY KEY REFERENCES reminders (id) ON DELETE CASCADE,
+    text        TEXT NOT NULL
+);
+DO $$
+DECLARE
+    home TEXT;
+BEGIN
+    SELECT n.nspname INTO home FROM pg_extension e
+        JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+    IF home IS NULL THEN
+        home := current_schema();
+        EXECUTE format('CREATE EXTENSION pg_trgm SCHEMA %I', home);
+    END IF;
+    EXECUTE format('CREATE INDEX reminder_search_trigrams ON reminder_search '
+                   'USING gin (text %I.gin_trgm_ops)', home);
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'duequeue: no trigram index for search (%)', SQLERRM;
+END $$;
+
+INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '10');

@@ -49,6 +49,13 @@ def build(db: Path, n: int) -> float:
     now_ms = int(time.time() * 1000)
     with Queue(db) as q:
         q.import_lines(_lines(n, now_ms))
+    fill(db, now_ms)
+    return time.perf_counter() - started
+
+
+def fill(db: Path, now_ms: int) -> None:
+    """Add the ledger, done, cancelled and dead-lettered rows to a database of imported
+    reminders, by SQL (search_pages.py does the same to another version's database)."""
     conn = apsw.Connection(str(db))
     conn.execute("PRAGMA busy_timeout = 60000")
     with conn:
@@ -80,17 +87,18 @@ def build(db: Path, n: int) -> float:
         )
     conn.execute("ANALYZE")
     conn.close()
-    return time.perf_counter() - started
 
 
 class Server:
     """`duequeue serve` on a free port, stopped with SIGTERM."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, tree: Path = ROOT) -> None:
+        """Start it with the code of checkout `tree` (default this one)."""
         env = {k: v for k, v in python_env().items() if not k.startswith("DUEQUEUE_")}
+        env["PYTHONPATH"] = str(tree)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "duequeue", "--db", str(db), "serve", "--port", "0"],
-            env=env, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+            env=env, stderr=subprocess.PIPE, text=True, cwd=tree,
         )  # fmt: skip
         assert self.proc.stderr is not None
         line = self.proc.stderr.readline()

@@ -150,7 +150,7 @@ def run(rows: int, small: int = 10_000, target: float = 1.5) -> list[Result]:
             ratio=ratio,
             target=f"<= {target:g}x per row",
             ok=ratio <= target,
-            note="batches of 2,000 leased and written back through the SQLite store",
+            note="batches of 200, each locked, computed and written back in one transaction",
         ),
         Result(
             name=f"7. recompute, {rows:,} rows in a zone the update left alone",

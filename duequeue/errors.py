@@ -91,9 +91,13 @@ class KeyConflictError(DuequeueError):
         field: str | tuple[str, ...] | None = "key",
         line: int | None = None,
         existing: int | None = None,
+        conflicts: tuple[tuple[int, str, int, str], ...] = (),
     ) -> None:
         super().__init__(detail, field=field, line=line)
         self.existing = existing  # the id of the reminder holding the key
+        # `import`: every line that names a live key with other content, as (line number,
+        # key, the id holding it, what differs); the first is `existing`'s.
+        self.conflicts = conflicts
 
 
 class ChangeRefusedError(DuequeueError):

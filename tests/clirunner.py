@@ -33,10 +33,12 @@ class Cli:
         self.now = now
         self.runner = CliRunner()
 
-    def __call__(self, *args: str, env: Mapping[str, str] | None = None) -> Result:
+    def __call__(
+        self, *args: str, env: Mapping[str, str] | None = None, stdin: str | None = None
+    ) -> Result:
         # real_asyncio: the tick's timeouts run on real time while the calendar stays frozen.
         with freeze_time(self.now, real_asyncio=True):
-            r = self.runner.invoke(app, list(args), env={**self.env, **(env or {})})
+            r = self.runner.invoke(app, list(args), input=stdin, env={**self.env, **(env or {})})
         if r.exception is not None and not isinstance(r.exception, SystemExit):
             raise r.exception
         return Result(r.exit_code, r.stdout, r.stderr)

@@ -411,11 +411,12 @@ class HttpSink:
     Unscripted paths get `200 ok`. `respond(path, *replies)` scripts a path: the replies are used
     in order and the last one repeats. Paths are matched exactly, query string included.
     `requests` / `requests_for(path)` return snapshots; `client_port` tells connections apart.
-    With `tls` (a server context) it speaks HTTPS, and `url` says so.
+    With `tls` (a server context) it speaks HTTPS, and `url` says so. `port` 0 is any free one.
     """
 
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None, port: int = 0) -> None:
         self.tls = tls
+        self._port = port  # 0: any free port
         self._lock = threading.Condition()
         self._requests: list[RecordedRequest] = []
         self._replies: dict[str, list[Reply]] = {}
@@ -464,7 +465,7 @@ class HttpSink:
         if self._server is not None:
             return self
         self._released.clear()
-        server = _HttpServer(self)
+        server = _HttpServer(self, self._port)
         if self.tls is not None:
             server.socket = self.tls.wrap_socket(server.socket, server_side=True)
         self.port = server.server_address[1]
@@ -530,8 +531,8 @@ class _HttpServer(ThreadingHTTPServer):
     # second or more to retry: fault tests open dozens of connections at once.
     request_queue_size = 256
 
-    def __init__(self, sink: HttpSink) -> None:
-        super().__init__((LOOPBACK, 0), _HttpHandler)
+    def __init__(self, sink: HttpSink, port: int = 0) -> None:
+        super().__init__((LOOPBACK, port), _HttpHandler)
         self.sink = sink
 
     def process_request(self, request: Any, client_address: Any) -> None:

@@ -363,6 +363,21 @@ class StoreContract:
         assert view is not None
         assert (view.state, view.next_fire_at, view.last_fired_at) == ("done", None, NOW)
 
+    def test_a_410_gone_switches_its_target_off_with_the_record_even_when_released(
+        self, store: Store
+    ) -> None:
+        # Issue 30 item 9: the claim is handed back, not resolved; the 410 still holds.
+        rid, _ = store.add(reminder(), NOW)
+        (fire,) = claim(store, NOW, "a")
+        tid = fire.targets[0].id
+        gone = DeliveryRecord(rid, tid, NOW, "permanent", "HTTP 410", 1, NOW + 5, gone=True)
+        store.commit("a", NOW, [gone], [], [fire.claim])
+        view = store.get(rid)
+        assert view is not None
+        assert [t.disabled_at for t in view.targets] == [NOW + 5]
+        (again,) = claim(store, NOW, "b")  # released: claimable at once, its target switched off
+        assert [t.disabled_at for t in again.targets] == [NOW + 5]
+
     def test_a_stolen_lease_loses_the_resolution(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)
         claim(store, NOW, "slow")
@@ -516,7 +531,7 @@ class OperatorContract:
             reminder(key="old"),
             reminder(NOW + MIN, key="new", targets=two),
             reminder(NOW + 2 * MIN),
-            reminder(NOW + 3 * MIN, key="new"),  # a duplicate inside the batch
+            reminder(NOW + MIN, key="new", targets=two),  # a repeat inside the batch
         ]
         assert store.add_many(batch, NOW) == (2, 2)
         rows = store.list_view("all", NOW)
@@ -531,6 +546,28 @@ class OperatorContract:
         ]
         assert store.add_many(batch, NOW) == (1, 3)  # the keyless one has nothing to match
         assert store.add_many([], NOW) == (0, 0)
+
+    def test_add_many_refuses_a_live_key_with_other_content_after_checking_every_chunk(
+        self, store: Store
+    ) -> None:
+        rid, _ = store.add(reminder(key="old"), NOW)
+
+        def stream() -> Iterator[NewReminder]:
+            yield reminder(NOW + MIN, key="old")  # another time: a conflict
+            yield reminder(NOW, key="fresh")
+            for i in range(ADD_CHUNK):
+                yield reminder(NOW + i)
+            yield reminder(NOW, key="fresh", targets=(NewTarget("email", "b@example.com"),))
+            yield reminder(NOW, key="old")  # the same: not a conflict
+
+        with pytest.raises(KeyConflictError) as conflict:
+            store.add_many(stream(), NOW)
+        assert conflict.value.existing == rid
+        assert [(pos, key, differ) for pos, key, _, differ in conflict.value.conflicts] == [
+            (1, "old", "time"),
+            (ADD_CHUNK + 3, "fresh", "targets"),
+        ]
+        assert [v.key for v in store.list_view("all", NOW)] == ["old"]  # nothing written
 
     def test_add_many_streams_chunks_in_one_transaction_and_keys_match_across_chunks(
         self, store: Store

@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.procs import LIMIT_S, spawn_cli
+from tests.procs import LIMIT_S, run_cli, spawn_cli
 
 _ANNOUNCED = re.compile(r"listening on (http://\S+?)/?$")
 
@@ -49,6 +49,9 @@ class Served:
         self._reader: threading.Thread | None = None
 
     def __enter__(self) -> "Served":
+        # serve refuses a missing database (as tick does): make it first, as a unit's setup does.
+        made = run_cli(Path(str(self.db)), "--db", str(self.db), "init", env=self.env)
+        assert made.returncode == 0, made.stderr
         # --db names the database whatever it is; spawn_cli's DUEQUEUE_DB is then moot.
         self.proc = spawn_cli(
             Path(str(self.db)), "--db", str(self.db), "serve", "--port", "0", *self.flags,

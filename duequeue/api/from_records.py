@@ -5,12 +5,14 @@ TickSummary)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from duequeue.api import results
 from duequeue.config.settings import Origins, Settings, masked
+from duequeue.shared import redact
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms
 from duequeue.store import records as store
@@ -71,6 +73,9 @@ def reminder(v: store.ReminderView) -> results.Reminder:
         start_wall=None if v.start_wall is None else datetime.fromisoformat(v.start_wall),
         local_fire_at=_local(v.fire_at, v.tz),
         fire_release=v.fire_release,
+        body=v.body,
+        data=None if v.data is None else redact.data(json.loads(v.data)),
+        dead_letters=v.dead_letters,
     )
 
 
@@ -157,6 +162,7 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         retrying=s.retrying,
         leased=s.leased,
         dead_letters=s.dead_letters,
+        dead_reminders=s.dead_reminders,
         retrying_targets=s.retrying_targets,
         disabled_targets=s.disabled_targets,
         oldest_due_at=_when(s.oldest_due_at),
@@ -205,9 +211,11 @@ def overview(o: store.Dashboard, at: datetime) -> results.Overview:
     )
 
 
-def page(found: Sequence[store.ReminderView], next_before: int | None) -> results.Page:
+def page(
+    found: Sequence[store.ReminderView], next_before: int | None, partial: bool
+) -> results.Page:
     """Return one page of `browse`."""
-    return results.Page(tuple(reminder(v) for v in found), next_before)
+    return results.Page(tuple(reminder(v) for v in found), next_before, partial)
 
 
 def prune_counts(c: store.PruneCounts, before: datetime, dry_run: bool) -> results.PruneCounts:

@@ -42,6 +42,11 @@ def text(s: Stats) -> str:
             [("", s.dead_letters)],
         ),
         (
+            "duequeue_dead_reminders",
+            "Reminders with a dead letter awaiting retry, whatever their state.",
+            [("", s.dead_reminders)],
+        ),
+        (
             "duequeue_retrying_targets",
             "Failed targets of a partial success retrying their fire on their own.",
             [("", s.retrying_targets)],

@@ -16,8 +16,10 @@ everything below takes `now` as an argument.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, get_args
 
 from duequeue.config.settings import Settings, load_settings, load_settings_traced
-from duequeue.errors import BadInputError, DuequeueError
+from duequeue.errors import BadInputError, DatabaseLostError, DuequeueError
 from duequeue.operations import tick
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms, parse_duration, to_ms
@@ -114,6 +116,7 @@ class Queue:
         self.settings, self._origins = load_settings_traced(flags, config_file=config_file)
         self._create = create
         self._store: Store | None = None
+        self._said_created = False
 
     @property
     def location(self) -> str:
@@ -166,11 +169,7 @@ class Queue:
         store = self._open()
         rid, created = add.write(store, reminder, now)
         if not created:
-            return from_records.added(
-                rid,
-                False,
-                [f"key {key!r} exists: reminder {rid}, with the same content; nothing added"],
-            )
+            return from_records.added(rid, False, [add.kept_note(store, rid, reminder, req.at)])
         notes = [
             *self._created_notes(store),
             *add.add_notes(reminder, self.settings, now, req.at),
@@ -218,7 +217,9 @@ class Queue:
     ) -> ImportResult:
         """Add reminders from JSON Lines (one object a line, with add's arguments as fields),
         all or nothing, as `duequeue import` does: every line is checked before the database is
-        touched, then all go in one transaction; a reminder whose key exists is skipped.
+        touched, then all go in one transaction. A line whose key a live reminder holds is
+        skipped when it has that reminder's content and is a conflict otherwise, as for `add`:
+        KeyConflictError, whose `.conflicts` name every such line, and nothing is written.
 
         `progress` is called with ("checking", size of a line) for each line read, then once
         with ("writing", 0). A bad line raises BadInputError with `.line` set.
@@ -238,7 +239,7 @@ class Queue:
                     progress("writing", 0)
                 # The spool is read back a chunk at a time, inside the one transaction.
                 store = self._open()
-                imported, skipped = import_lines.write(store, spool, now)
+                imported, skipped = import_lines.write(store, spool, now, parsed.blank)
         return from_records.imported(
             imported, skipped, [*self._created_notes(store), *parsed.notes]
         )
@@ -255,18 +256,34 @@ class Queue:
 
     # -- delivering --------------------------------------------------------------------------
 
-    def tick(self, *, limit: int | None = None) -> TickSummary:
+    def tick(
+        self, *, limit: int | None = None, report: Callable[[TickSummary], None] | None = None
+    ) -> TickSummary:
         """Deliver what is due now, as `duequeue tick` does; return its summary.
 
         `limit`: the most rows one claim takes (default the `tick_limit` setting). A tick that
         lost its database mid-tick raises `duequeue.errors.DatabaseLostError` (a StoreError)
         whose `summary` counts the sends it could not record (`unrecorded`).
+
+        Called from the main thread, a tick that claimed rows holds SIGTERM and SIGINT until
+        its outcomes are written back (a stop ends it early, gracefully: `stopped_by`);
+        `report` is called with the summary (that of a DatabaseLostError too) while they are
+        still held, so a front end prints it before a stop can end the process.
         """
         if limit is not None:
             _positive(limit, "limit")
         store = self._open()
         now, clock = _queue_clock(store, self.settings)
-        return tick.run(store, self.settings, now, clock, limit)
+        with contextlib.ExitStack() as hold:
+            try:
+                summary = tick.run(store, self.settings, now, clock, limit, hold)
+            except DatabaseLostError as exc:
+                if report is not None:
+                    report(exc.summary)
+                raise
+            if report is not None:
+                report(summary)
+        return summary
 
     def worker(
         self,
@@ -287,7 +304,10 @@ class Queue:
         interval = _duration(every, "every")
         if limit is not None:
             _positive(limit, "limit")
-        self._open_new().close()
+        # Opened first: a database that cannot be opened fails here, before the loop starts.
+        first = self._open_new()
+        listener = first.listener()  # PostgreSQL: woken by adds between polls
+        first.close()
         if on_start is not None:
             on_start()
 
@@ -302,27 +322,47 @@ class Queue:
                 on_tick(summary)
             return summary.stopped_by
 
-        worker.Worker(interval.total_seconds(), one_tick, on_error or _ignore).run()
+        worker.Worker(
+            interval.total_seconds(),
+            one_tick,
+            on_error or _ignore,
+            listener=listener,
+            wall_ms=_clock_ms,
+        ).run()
 
     # -- looking -----------------------------------------------------------------------------
 
     def inspect(
         self,
-        view: View = "dead",
+        state: View | None = None,
         *,
         limit: int | None = None,
         subject_like: str | None = None,
         target_like: str | None = None,
+        view: View | None = None,
     ) -> list[Reminder]:
-        """List dead-lettered fires (default), due, pending or all reminders, as `inspect`
-        does. `subject_like` and `target_like` are SQL LIKE patterns (`%`, `_`)."""
-        if view not in _VIEWS:
-            raise BadInputError(f"{view!r} is not one of {', '.join(_VIEWS)}", field="view")
+        """List dead-lettered fires (`state` "dead", the default), due, pending or all
+        reminders, as `inspect` does. `subject_like` and `target_like` are SQL LIKE patterns
+        (`%`, `_`). `view` is the old name of `state` (deprecated; browse() names it `state`)."""
+        if view is not None:
+            warnings.warn(
+                "Queue.inspect(view=...) is deprecated: the filter is named state=, as in "
+                "Queue.browse()",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if state is not None and state != view:
+                raise BadInputError("give state, or view (its old name), not both", field="view")
+            state = view
+        if state is None:
+            state = "dead"
+        if state not in _VIEWS:
+            raise BadInputError(f"{state!r} is not one of {', '.join(_VIEWS)}", field="state")
         if limit is not None:
             _positive(limit, "limit")
         found = inspect.reminders(
             self._open(),
-            view,
+            state,
             _now(),
             limit,
             subject_like=subject_like,
@@ -368,8 +408,11 @@ class Queue:
     ) -> Page:
         """Return a page of reminders in `state` (`all`, `pending`, `due`, `retrying`, `dead`:
         with a dead fire awaiting retry, `done`, `cancelled`), newest first, with ids below
-        `before` (the previous page's `next_before`). `search` matches part of the subject, key
-        or a target address, case-insensitively; `%` and `_` are plain characters."""
+        `before` (the previous page's `next_before`). `search` matches part of what the list
+        shows: the subject, key or a target's address as shown (a notify URL's tokens masked;
+        never a secret), case-insensitively; `%` and `_` are plain characters. A search reads
+        at most 20,000 reminders a page: a page it ends early is `partial`, with a
+        `next_before` that goes on below what it read."""
         if state not in _BROWSE:
             raise BadInputError(f"{state!r} is not one of {', '.join(_BROWSE)}", field="state")
         if before is not None:
@@ -379,8 +422,10 @@ class Queue:
             raise BadInputError(f"at most 1000, not {limit}", field="limit")
         if search is not None and len(search) > 255:
             raise BadInputError("at most 255 characters", field="search")
-        found, cursor = inspect.browse(self._open(), state, search or None, before, limit, _now())
-        return from_records.page(found, cursor)
+        found, cursor, partial = inspect.browse(
+            self._open(), state, search or None, before, limit, _now()
+        )
+        return from_records.page(found, cursor, partial)
 
     # -- changing ----------------------------------------------------------------------------
 
@@ -528,11 +573,27 @@ class Queue:
         return open_store(s.db, s.busy_timeout, create=self._create if create is None else create)
 
     def _created_notes(self, store: Store) -> list[str]:
-        """Say where the default database is when this call made it: a user who named none
-        learns where it is (one named by --db, DUEQUEUE_DB or the config was asked for)."""
-        if not store.created or self._origins.sources.get("db") != "default":
+        """Say so every time a call other than init makes the database: a mistyped --db or
+        DUEQUEUE_DB would otherwise leave reminders in a new queue no tick ever reads."""
+        if not store.created or self._said_created:
             return []
-        return [f"note: created a new database {self.location} (the default; --db names another)"]
+        self._said_created = True  # once: a later call of this Queue adds to a database it made
+        source = self._origins.sources.get("db")
+        if source == "default":
+            return [
+                f"note: created a new database {self.location} (the default; --db names another)"
+            ]
+        kind = "URL" if "://" in self.settings.db else "path"
+        where = {"argument": f"the {kind} given", "config file": f"the {kind} in the config file"}
+        made = (
+            f"created duequeue's tables in {self.location}"
+            if kind == "URL"
+            else f"created a new database {self.location}"
+        )
+        return [
+            f"note: {made} ({where.get(source or '', f'the {kind} in {source}')}); if that is "
+            "not the database your ticks run on, nothing added here is sent"
+        ]
 
 
 def check_setup(

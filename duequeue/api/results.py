@@ -88,11 +88,31 @@ class Reminder:
     start_wall: datetime | None = None  # the wall time `at` named in tz (None: an instant)
     local_fire_at: datetime | None = None  # fire_at on the zone's clocks (the rules in use)
     fire_release: str | None = None  # the tz release that computed fire_at ('' unknown)
+    # What it sends: the body, and the data with the values of secret-looking keys and the
+    # passwords of URLs masked (shared/redact.py `data`); None when it has no data.
+    body: str = ""
+    data: Any = None
+    # Its open dead letters: fires some target never got (retries ran out or it was refused
+    # for good) that `retry` has not re-armed; a cancelled reminder's are moot (0).
+    dead_letters: int = 0
 
     @property
     def dead(self) -> bool:
-        """Return whether this is a dead fire (the `dead` view) or a dead one-shot."""
-        return self.dead_fire_at is not None or self.state == "dead"
+        """Return whether the reminder has an open dead letter, whatever its state (the one
+        model of docs/reference.md "A reminder's state"; a dead one-shot always has one)."""
+        return self.dead_letters > 0 or self.dead_fire_at is not None or self.state == "dead"
+
+    @property
+    def status(self) -> str:
+        """Return the state as every view prints it: the state, `retrying` while a pending
+        fire backs off, then the open dead letters (`done, 1 dead letter`)."""
+        parts: list[str] = [self.state]
+        if self.state == "pending" and self.error_count > 0 and self.dead_fire_at is None:
+            parts.append("retrying")
+        letters = max(self.dead_letters, 1 if self.dead else 0)
+        if letters and not (self.state == "dead" and letters == 1):
+            parts.append(f"{letters} dead letter{'s' if letters > 1 else ''}")
+        return ", ".join(parts)
 
     @property
     def last_lateness(self) -> timedelta | None:
@@ -283,6 +303,7 @@ class Stats:
     retrying: int  # pending rows backing off after failures
     leased: int  # rows a tick holds right now
     dead_letters: int  # dead fires awaiting retry (what the `dead` view lists)
+    dead_reminders: int  # reminders with one or more of those: those whose `dead` is true
     retrying_targets: int  # failed targets of a partial success retrying on their own
     disabled_targets: int  # targets switched off after 410 Gone
     oldest_due_at: datetime | None
@@ -321,6 +342,9 @@ class Page:
 
     reminders: tuple[Reminder, ...]
     next_before: int | None  # pass as `before` for the next page; None: this is the last
+    # A search read its window (20,000 reminders) before the page was full: the page holds
+    # fewer than `limit`, and `next_before` goes on below what it read.
+    partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from duequeue.channels.base import Message, Outcome
 from duequeue.errors import BadInputError, ConfigError
+from duequeue.shared import redact
 
 # The built-in channels, by name: each module registers its channel when first imported.
 BUILTIN = {
@@ -82,11 +83,15 @@ class Channel:
 
 
 _REGISTERED: dict[str, Channel] = {}
+# Names no built-in, registration or entry point provides, found so once: a tick meets one for
+# every target of a channel only another host knows, and the entry points are read only once.
+_UNKNOWN: set[str] = set()
 
 
 def register(channel: Channel) -> None:
     """Make `channel` known by its name (a second registration of a name replaces the first)."""
     _REGISTERED[channel.name] = channel
+    _UNKNOWN.discard(channel.name)
 
 
 def get(name: str) -> Channel:
@@ -95,12 +100,31 @@ def get(name: str) -> Channel:
     if found is None and name in BUILTIN:
         importlib.import_module(BUILTIN[name])  # registers it
         found = _REGISTERED.get(name)
-    if found is None:
+    if found is None and name not in _UNKNOWN:
         _load_entry_point(name)
         found = _REGISTERED.get(name)
     if found is None:
+        _UNKNOWN.add(name)
         raise BadInputError(f"unknown channel {name!r}; known: {', '.join(names())}")
     return found
+
+
+def find(name: str) -> Channel | None:
+    """Return the channel registered as `name`; None when this process does not know it or
+    cannot load it (a target stored where it was known fails its sends here: `unknown_here`)."""
+    try:
+        return get(name)
+    except (BadInputError, ConfigError):
+        return None
+
+
+def unknown_here(name: str) -> str:
+    """Return the error of a send to a channel this process does not know: what to do."""
+    return (
+        f"channel {name!r} is not known to this host: name the module that registers it in "
+        "DUEQUEUE_CHANNELS (or install the package that provides it) wherever ticks run; "
+        f"known here: {', '.join(names())}"
+    )
 
 
 def names() -> list[str]:
@@ -114,11 +138,10 @@ def check(name: str, address: str, settings: Mapping[str, Any]) -> str:
 
 
 def shown(name: str, address: str) -> str:
-    """Return a target's address fit to print (an unknown channel's as stored)."""
-    try:
-        return get(name).shown(address)
-    except BadInputError:
-        return address
+    """Return a target's address fit to print; nothing of it (the mask) for a channel this
+    process does not know, as only the channel knows which of its parts are secret."""
+    channel = find(name)
+    return redact.whole(address) if channel is None else channel.shown(address)
 
 
 def label(name: str, address: str) -> str:
@@ -173,6 +196,13 @@ class Senders:
                 continue
             try:
                 channel = get(name)
+            except BadInputError:
+                self._problems[name] = unknown_here(name)
+                continue
+            except Exception as exc:  # an entry point that fails to load
+                self._problems[name] = f"channel {name!r} could not be loaded: {exc}"
+                continue
+            try:
                 self._open[name] = await self._stack.enter_async_context(
                     channel.open(self._opening)
                 )

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from duequeue.cli import commands, context, output
+from duequeue.api import jsonforms
+from duequeue.cli import commands, context, inputs
 from duequeue.cli.instants import iso
 
 if TYPE_CHECKING:
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
 def init(ctx: typer.Context) -> None:
     """Create the database (--db / DUEQUEUE_DB) if it does not exist, or check and upgrade it.
 
-    `tick` and `worker` refuse a missing database, so that a mistyped path fails loudly
-    instead of ticking an empty queue forever; `init`, `add` and `import` create one.
+    `tick`, `worker` and `serve` refuse a missing database, so that a mistyped path fails
+    loudly instead of ticking an empty queue forever; `add` and `import` create one and say so.
     """
     with context.queue(ctx, create=True) as q:
         done = q.init()
@@ -78,7 +79,8 @@ def edit(
         str | None, typer.Option(metavar="TEXT", help="A new subject.", show_default=False)
     ] = None,
     body: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="A new body.", show_default=False)
+        str | None,
+        typer.Option(metavar="TEXT", help="A new body; - reads it from stdin.", show_default=False),
     ] = None,
     data: Annotated[
         str | None,
@@ -87,6 +89,7 @@ def edit(
     email: commands.Emails = None,
     webhook: commands.Webhooks = None,
     webhook_secret: commands.WebhookSecrets = None,
+    webhook_secret_file: commands.WebhookSecretFile = None,
     notify: commands.NotifyUrls = None,
     notify_file: commands.NotifyFile = None,
     target: commands.Targets = None,
@@ -97,17 +100,18 @@ def edit(
     Target flags, if any, give the whole new set: a target kept keeps its ledger and retries,
     a removed one loses its pending retries, a new one starts fresh.
     """
+    inputs.stdin_once(body=body, notify_file=notify_file, webhook_secret_file=webhook_secret_file)
     with context.queue(ctx) as q:
         done = q.edit(
             reminder_id,
             subject=subject,
-            body=body,
+            body=inputs.body(body),
             data_json=data,
             emails=email or (),
             webhooks=webhook or (),
-            notify=[*(notify or ()), *commands.notify_lines(notify_file)],
+            notify=[*(notify or ()), *inputs.notify_lines(notify_file)],
             targets=[commands.target_pair(i, t) for i, t in enumerate(target or ())],
-            webhook_secret=webhook_secret or None,
+            webhook_secret=inputs.webhook_secrets(webhook_secret, webhook_secret_file),
         )
     _print(done, as_json, "edited")
 
@@ -117,7 +121,7 @@ def _print(done: "Changed", as_json: bool, verb: str) -> None:
         typer.echo(f"duequeue: {note}", err=True)
     r = done.reminder
     if as_json:
-        typer.echo(json.dumps(output.reminder_json(r), indent=2))
+        typer.echo(json.dumps(jsonforms.reminder(r), indent=2))
     else:
         typer.echo(f"{verb} {r.id}: next fire {iso(r.next_fire_at) or '-'}")
 

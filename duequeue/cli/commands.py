@@ -3,12 +3,12 @@ make one `duequeue.Queue` call, render the result. Registered on the app in app.
 DuequeueError is left to the app to report (cli/report.py)."""
 
 import json
-import sys
 from typing import Annotated, Any
 
 import typer
 
-from duequeue.cli import context, output, shell
+from duequeue.api import jsonforms
+from duequeue.cli import context, inputs, output, shell
 from duequeue.cli.table import table_width
 from duequeue.errors import BadInputError
 
@@ -31,6 +31,16 @@ WebhookSecrets = Annotated[
         help="Signing secret of these webhooks instead of DUEQUEUE_WEBHOOK_SECRET: one for "
         "all, or one per --webhook in order. Several space-separated secrets (rotation) "
         "sign each message with all of them. Stored in the database, never shown.",
+        show_default=False,
+    ),
+]
+WebhookSecretFile = Annotated[
+    str | None,
+    typer.Option(
+        "--webhook-secret-file",
+        metavar="FILE",
+        help="Read the --webhook-secret values from FILE (- reads stdin), one a line, so "
+        "that the secrets stay out of the process list (ps).",
         show_default=False,
     ),
 ]
@@ -111,9 +121,10 @@ def add(
             "--at",
             metavar="WHEN",
             help="When: ISO 8601 with offset (2027-01-05T09:00+01:00), a local time read in --tz "
-            "(2027-01-05T09:00), relative (+90s, +15m, +2h, +1d, +1w; +0m is now) or 'now'; a "
-            "past time goes out at the next tick. For --rrule it is DTSTART. Optional with --cron "
-            "(default now).",
+            "(2027-01-05T09:00), relative (+90s, +15m, +2h, +1d, +1w; +0m is now), 'now', or as "
+            "said: 'tomorrow 9am', '09:00', 'monday 08:30', 'noon', 'in 2 hours' (stderr says "
+            "how it read it); a past time goes out at the next tick. For --rrule it is DTSTART. "
+            "Optional with --cron (default now).",
             show_default=False,
         ),
     ] = None,
@@ -144,13 +155,17 @@ def add(
     email: Emails = None,
     webhook: Webhooks = None,
     webhook_secret: WebhookSecrets = None,
+    webhook_secret_file: WebhookSecretFile = None,
     notify: NotifyUrls = None,
     notify_file: NotifyFile = None,
     target: Targets = None,
     subject: Annotated[
         str, typer.Option(metavar="TEXT", help="One-line subject (max 255 characters).")
     ] = ("Reminder"),
-    body: Annotated[str, typer.Option(metavar="TEXT", help="Message body (max 64 KiB).")] = "",
+    body: Annotated[
+        str,
+        typer.Option(metavar="TEXT", help="Message body (max 64 KiB); - reads it from stdin."),
+    ] = "",
     data: Annotated[
         str | None,
         typer.Option(
@@ -188,10 +203,12 @@ def add(
     """Schedule a reminder; print its id alone on stdout.
 
     Times: --at takes ISO 8601 with an offset or Z, a local date-time read in --tz, +90s / +15m
-    / +2h / +1d / +1w, or now. Rules run in --tz: a wall-clock time a DST change skips fires
-    once just after the gap, a repeated one fires once (first occurrence); every-N-minutes or
-    -hours rules follow real elapsed time. Check a rule first with --dry-run.
+    / +2h / +1d / +1w, now, or 'tomorrow 9am', '09:00', 'monday 08:30', 'noon', 'in 2 hours'.
+    Rules run in --tz: a wall-clock time a DST change skips fires once just after the gap, a
+    repeated one fires once (first occurrence); every-N-minutes or -hours rules follow real
+    elapsed time. Check a rule first with --dry-run.
     """
+    inputs.stdin_once(body=body, notify_file=notify_file, webhook_secret_file=webhook_secret_file)
     q = context.queue(ctx, create=True)
     fields: dict[str, Any] = {
         "at": at,
@@ -200,11 +217,11 @@ def add(
         "cron": cron,
         "emails": email or (),
         "webhooks": webhook or (),
-        "notify": [*(notify or ()), *notify_lines(notify_file)],
+        "notify": [*(notify or ()), *inputs.notify_lines(notify_file)],
         "targets": [target_pair(i, t) for i, t in enumerate(target or ())],
-        "webhook_secret": webhook_secret or None,
+        "webhook_secret": inputs.webhook_secrets(webhook_secret, webhook_secret_file),
         "subject": subject,
-        "body": body,
+        "body": inputs.body(body),
         "data_json": data,
         "key": key,
         "misfire_grace": misfire_grace,
@@ -218,27 +235,6 @@ def add(
         added = q.add(**fields)
     _notes(added.notes)
     typer.echo(str(added.id))
-
-
-def notify_lines(path: str | None) -> list[str]:
-    """Return the --notify URLs of --notify-file: the non-blank lines of a file (`-`: stdin),
-    a `#` line being a comment."""
-    if path is None:
-        return []
-    try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
-        raise BadInputError(f"cannot read {path}: {why}", field="notify_file") from None
-    lines = [line.strip() for line in text.splitlines()]
-    found = [line for line in lines if line and not line.startswith("#")]
-    if not found:
-        raise BadInputError(f"{path} holds no URL", field="notify_file")
-    return found
 
 
 def target_pair(index: int, text: str) -> tuple[str, str]:
@@ -328,7 +324,7 @@ def inspect(
         if on
     ]
     if len(chosen) > 1:
-        raise BadInputError("choose one of --dead, --due, --pending, --all", field="view")
+        raise BadInputError("choose one of --dead, --due, --pending, --all", field=tuple(chosen))
     view = chosen[0] if chosen else "dead"
     with context.queue(ctx) as q:
         found = q.inspect(
@@ -345,11 +341,11 @@ def inspect(
             err=True,
         )
     if as_json:
-        typer.echo(json.dumps([output.reminder_json(r) for r in found], indent=2))
+        typer.echo(json.dumps([jsonforms.reminder(r) for r in found], indent=2))
     elif not found:
         typer.echo("no reminders" if view == "all" else f"no {view} reminders")
     else:
-        typer.echo(output.reminder_table(found, table_width(wide)))
+        typer.echo(output.reminder_table(found, table_width(wide), view))
 
 
 def next_(
@@ -364,22 +360,7 @@ def next_(
     with context.queue(ctx) as q:
         found = q.next_fires(reminder_id, count)
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "id": found.id,
-                    "tz": found.tz,
-                    "state": found.state,
-                    "fires": output.fires_json(found.fires),
-                    "start_wall": None
-                    if found.start_wall is None
-                    else found.start_wall.isoformat(),
-                    "fire_release": found.fire_release,
-                    "tz_release": found.tz_release,
-                },
-                indent=2,
-            )
-        )
+        typer.echo(json.dumps(jsonforms.next_fires(found), indent=2))
     elif not found.fires:
         typer.echo(f"reminder {found.id} is {found.state}: no further fires")
     else:

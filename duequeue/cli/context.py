@@ -37,23 +37,28 @@ def queue(ctx: "typer.Context", *, create: bool = False) -> Queue:
 
 def run_tick(db: str | None, config: str | None, limit: int | None, as_json: bool) -> None:
     """Run one tick with the effective settings and print its summary."""
+
+    def show(summary: "TickSummary") -> None:
+        # Printed while the tick still holds SIGTERM/SIGINT: a stop never cuts the summary off.
+        if as_json:
+            import json  # lazy: cron's plain `tick` prints text
+
+            print(json.dumps(summary.as_json()))
+        else:
+            print(f"tick: {summary.line()}")
+        sys.stdout.flush()
+        lost = lost_line(summary)
+        if lost is not None:
+            print(lost, file=sys.stderr)
+
     # create=False: a tick on a missing database is a mistyped --db or a step of the setup left
     # out; it fails with one line naming the path and `duequeue init` (an os.path.exists).
     with Queue(db, config=config, create=False) as q:
         try:
-            summary = q.tick(limit=limit)
+            summary = q.tick(limit=limit, report=show)
         except DatabaseLostError as exc:
             summary = exc.summary
-    if as_json:
-        import json  # lazy: cron's plain `tick` prints text
-
-        print(json.dumps(summary.as_json()))
-    else:
-        print(f"tick: {summary.line()}")
     lost = lost_line(summary)
-    if lost is not None:
-        sys.stdout.flush()
-        print(lost, file=sys.stderr)
     if summary.stopped_by:
         sys.stdout.flush()
         die_by(summary.stopped_by)  # everything is written back; now end as the signal asks

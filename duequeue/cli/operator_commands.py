@@ -12,11 +12,13 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from duequeue.api import jsonforms
+from duequeue.api.prometheus import text as prometheus_text
 from duequeue.api.queue import Queue, check_setup
 from duequeue.cli import context, output_ops
-from duequeue.cli.instants import iso
 from duequeue.cli.report import message
 from duequeue.cli.table import table_width
+from duequeue.cli.worker_log import WorkerLog
 from duequeue.errors import BadInputError, DuequeueError
 
 if TYPE_CHECKING:
@@ -40,7 +42,8 @@ def import_(
     ],
     as_json: JSON = False,
 ) -> None:
-    """Add reminders from JSON Lines, all or nothing; existing keys are skipped."""
+    """Add reminders from JSON Lines, all or nothing; a live key with the same content is
+    skipped, with other content the import is refused (exit 1, the lines named), as for add."""
     with context.queue(ctx, create=True) as q:
         if file == "-":
             result = _import(q, sys.stdin.buffer, None)
@@ -96,7 +99,7 @@ def history(
     with context.queue(ctx) as q:
         found = q.history(reminder_id)
     if as_json:
-        _echo_json(output_ops.history_json(found))
+        _echo_json(jsonforms.history(found))
     else:
         typer.echo(output_ops.history_text(found, table_width(wide)))
 
@@ -112,6 +115,9 @@ def retry(
     """Re-arm dead-lettered fires: due now, error count reset; sent targets are not re-sent."""
     with context.queue(ctx) as q:
         changes = q.retry(*(ids or ()), all_dead=all_dead)
+    if not changes and not as_json:
+        # Nothing to do is no failure (exit 0, so a cron line does not mail), but it is said.
+        typer.echo("nothing to retry: no dead fire awaits retry")
     _changes(changes, "retried", as_json)
 
 
@@ -145,16 +151,21 @@ def stats(
             "--prometheus",
             metavar="FILE",
             help="Write the node_exporter textfile format to FILE (atomically) and print nothing "
-            "unless --json is given.",
+            "unless --json is given; - writes it to stdout.",
             show_default=False,
         ),
     ] = None,
 ) -> None:
     """Count reminders by state, due rows and recent deliveries."""
+    to_stdout = prometheus == "-"
+    if to_stdout and as_json:
+        raise BadInputError("- writes to stdout, as --json does: choose one", field="prometheus")
     with context.queue(ctx) as q:
-        figures = q.stats(prometheus=prometheus)
-    if as_json:
-        _echo_json(output_ops.stats_json(figures))
+        figures = q.stats(prometheus=None if to_stdout else prometheus)
+    if to_stdout:
+        typer.echo(prometheus_text(figures), nl=False)
+    elif as_json:
+        _echo_json(jsonforms.stats(figures))
     elif prometheus is None:
         typer.echo(output_ops.stats_text(figures))
 
@@ -229,17 +240,24 @@ def worker(
         ),
     ] = None,
 ) -> None:
-    """Tick every INTERVAL in the foreground until SIGTERM or SIGINT (for systemd)."""
+    """Tick every INTERVAL in the foreground until SIGTERM or SIGINT (for systemd).
 
-    def log(line: str) -> None:
-        typer.echo(line)
-        sys.stdout.flush()
+    Logs the first tick, each tick that did something and each new failure; while idle, a line
+    an hour.
+    """
+
+    lines = WorkerLog()
+
+    def log(line: str | None) -> None:
+        if line is not None:
+            typer.echo(line)
+            sys.stdout.flush()
 
     def on_tick(summary: TickSummary) -> None:
-        log(f"{iso(summary.at)} tick: {summary.line()}")
+        log(lines.tick(summary))
 
     def on_error(exc: DuequeueError) -> None:
-        log(f"tick failed: {message(exc)}")
+        log(lines.failed(message(exc)))
 
     # Like `tick`, the worker refuses a missing database (`duequeue init` makes one); one that
     # cannot be opened stops it at once, with exit 1.

@@ -1,10 +1,10 @@
-"""Render reminders and fires for people (text, tables) and scripts (the stable JSON
-docs/reference.md documents), from the public types of duequeue.results."""
+"""Render reminders and fires for people (text, tables), from the public types of
+duequeue.results; their JSON is api/jsonforms.py's, the API's own."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duequeue.cli import table
 from duequeue.cli.instants import iso, seconds
@@ -20,44 +20,53 @@ def target_text(t: Target | None) -> str:
     return "-" if t is None else f"{t.channel}:{t.display}"
 
 
-def target_json(t: Target | None) -> dict[str, str] | None:
-    """Return a target as the JSON of `history` names one."""
-    return None if t is None else {"channel": t.channel, "address": t.display}
+def reason_first(error: str | None, targets: Sequence[Target]) -> str:
+    """Return an error text with each failed target's reason before the target it names.
+
+    The engine writes `channel address: reason` per failed target (`; ` between them, a
+    `partial: ` in front); a table cut to a terminal's width would then show the target again,
+    already in its own column, and cut the reason off. Here each becomes `reason (channel
+    address)`. Only the labels of `targets` are recognised, so a text of another form (a broken
+    rule's message, a cut tail) stays as it is.
+    """
+    if not error:
+        return ""
+    prefix = "partial: " if error.startswith("partial: ") else ""
+    text = error[len(prefix) :]
+    labels = {f"{t.channel} {t.display}: " for t in targets}
+    # Where each failed target's part starts: at the text's start or after a "; ".
+    starts = sorted(
+        {
+            at
+            for label in labels
+            for at in _occurrences(text, label)
+            if at == 0 or text.startswith("; ", at - 2)
+        }
+    )
+    if not starts or starts[0] != 0:
+        return error
+    parts = []
+    for begin, end in zip(starts, [*starts[1:], len(text) + 2], strict=True):
+        part = text[begin : end - 2]
+        label = max((x for x in labels if part.startswith(x)), key=len)
+        parts.append(f"{part[len(label) :]} ({label[:-2]})")
+    return prefix + "; ".join(parts)
 
 
-def reminder_json(r: Reminder) -> dict[str, Any]:
-    """Return the stable JSON object of one reminder (docs/reference.md documents every key)."""
-    return {
-        "id": r.id,
-        "key": r.key,
-        "subject": r.subject,
-        "targets": [
-            {"channel": t.channel, "address": t.display, "disabled_at": iso(t.disabled_at)}
-            for t in r.targets
-        ],
-        "rrule": r.rrule,
-        "cron": r.cron,
-        "tz": r.tz,
-        "state": r.state,
-        "dead": r.dead,
-        "fire_at": iso(r.fire_at),
-        "next_fire_at": iso(r.next_fire_at),
-        "error_count": r.error_count,
-        "last_error": r.last_error,
-        "last_fired_at": iso(r.last_fired_at),
-        "last_lateness_s": seconds(r.last_lateness),
-        "skipped_fires": r.skipped_fires,
-        "dead_fire_at": iso(r.dead_fire_at),
-        "dead_at": iso(r.dead_at),
-        "created_at": iso(r.created_at),
-        "local_fire_at": None if r.local_fire_at is None else r.local_fire_at.isoformat(),
-        "start_wall": None if r.start_wall is None else r.start_wall.isoformat(),
-        "fire_release": r.fire_release or None,
-    }
+def _occurrences(text: str, sub: str) -> list[int]:
+    found, at = [], text.find(sub)
+    while at >= 0:
+        found.append(at)
+        at = text.find(sub, at + 1)
+    return found
 
 
-def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
-    """Return a table of reminders: one line each fitted to `width`, or tab-separated (None)."""
+def reminder_table(reminders: Sequence[Reminder], width: int | None, view: str = "all") -> str:
+    """Return a table of reminders: one line each fitted to `width`, or tab-separated (None).
+
+    In the `dead` view every row is a dead letter (its status ends in one, or is `dead`): that
+    column is the first to give way there, so the reason of the failure keeps the room.
+    """
     columns = (
         "id",
         "subject",
@@ -84,12 +93,12 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
                     for t in r.targets
                 ),
                 f"{'rrule' if r.rrule else 'cron'}: {rule} ({r.tz})" if rule else f"once ({r.tz})",
-                "dead" if r.dead_fire_at is not None else r.state,
+                r.status,
                 _to_the_second(iso(fire)),
                 _wall(r.local_fire_at if r.dead_fire_at is None else None),
                 "-" if late is None else f"{late:.1f}s",
                 str(r.error_count),
-                r.last_error or "",
+                reason_first(r.last_error, r.targets),
             )
         )
     return table.render(
@@ -98,7 +107,10 @@ def reminder_table(reminders: Sequence[Reminder], width: int | None) -> str:
         width,
         shorten=("subject", "targets", "rule", "last error"),
         # At 80 columns: what, to whom, in which state and when, and why it failed.
-        keep=("id", "subject", "state", "fire", "targets", "last error"),
+        keep=("id", "subject", "fire", "last error", "targets")
+        if view == "dead"
+        else ("id", "subject", "state", "fire", "targets", "last error"),
+        cut_last=("last error",),
     ).with_note()
 
 
@@ -128,11 +140,6 @@ def _wall(local: datetime | None) -> str:
 def _to_the_second(stamp: str | None) -> str:
     """Return an ISO instant to the second: milliseconds cost a table column four places."""
     return "-" if stamp is None else stamp[:19] + "Z"
-
-
-def fires_json(fires: Sequence[Fire]) -> list[dict[str, str]]:
-    """Return fire times as {"local", "utc"} pairs: local in the reminder's zone, with offset."""
-    return [{"local": f.local.isoformat(), "utc": iso(f.at) or ""} for f in fires]
 
 
 def fires_text(tz: str, fires: Sequence[Fire]) -> str:

@@ -1,5 +1,6 @@
 """Render the operator's results (history, changes, stats, prune, doctor, config) for people and
-as the stable JSON docs/reference.md documents, from the public types of duequeue.results."""
+as the stable JSON docs/reference.md documents, from the public types of duequeue.results
+(history's and stats' JSON is api/jsonforms.py's, the API's own)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from duequeue.cli import table
 from duequeue.cli.instants import iso, seconds
-from duequeue.cli.output import reminder_json, target_json, target_text
+from duequeue.cli.output import reason_first, target_text
 from duequeue.cli.report import setting_source
 
 if TYPE_CHECKING:
@@ -22,57 +23,9 @@ if TYPE_CHECKING:
         History,
         PruneCounts,
         Recomputed,
+        Reminder,
         Stats,
     )
-
-
-def history_json(h: History) -> dict[str, Any]:
-    """Return the stable JSON object of `history` (docs/reference.md documents every key)."""
-    return {
-        "reminder": reminder_json(h.reminder),
-        "attempts": [
-            {
-                "at": iso(a.at),
-                "fire_at": iso(a.fire_at),
-                "target": target_json(a.target),
-                "outcome": a.outcome,
-                "error": a.error,
-                "attempt": a.attempt,
-            }
-            for a in h.attempts
-        ],
-        "dead_letters": [
-            {
-                "fire_at": iso(d.fire_at),
-                "dead_at": iso(d.dead_at),
-                "error_count": d.error_count,
-                "last_error": d.last_error,
-                "retried_at": iso(d.retried_at),
-            }
-            for d in h.dead_letters
-        ],
-        "target_retries": [
-            {
-                "fire_at": iso(r.fire_at),
-                "target": target_json(r.target),
-                "error_count": r.error_count,
-                "last_error": r.last_error,
-                "next_try_at": iso(r.next_try_at),
-            }
-            for r in h.target_retries
-        ],
-        "changes": [{"at": iso(c.at), "change": c.what} for c in h.changes],
-        "moved_fires": [
-            {
-                "old_fire_at": iso(m.old_fire_at),
-                "new_fire_at": iso(m.new_fire_at),
-                "old_release": m.old_release,
-                "new_release": m.new_release,
-                "moved_at": iso(m.moved_at),
-            }
-            for m in h.moved_fires
-        ],
-    }
 
 
 def history_text(h: History, width: int | None) -> str:
@@ -86,7 +39,10 @@ def history_text(h: History, width: int | None) -> str:
         stamp = iso(at)
         return empty if stamp is None else stamp if width is None else stamp[:19] + "Z"
 
-    parts = [f"reminder {r.id} {r.subject!r}: {r.state}, next fire {iso(r.next_fire_at) or '-'}"]
+    parts = [
+        f"reminder {r.id} {r.subject!r}: {r.status}; next fire {iso(r.next_fire_at) or '-'}",
+        *sends_text(r, width),
+    ]
     if h.attempts:
         rows = [
             (
@@ -119,7 +75,7 @@ def history_text(h: History, width: int | None) -> str:
                 when(d.fire_at),
                 when(d.dead_at),
                 str(d.error_count),
-                d.last_error or "",
+                reason_first(d.last_error, r.targets),
                 when(d.retried_at, "-"),
             )
             for d in h.dead_letters
@@ -139,7 +95,7 @@ def history_text(h: History, width: int | None) -> str:
                 target_text(t.target),
                 str(t.error_count),
                 when(t.next_try_at),
-                t.last_error or "",
+                reason_first(t.last_error, () if t.target is None else (t.target,)),
             )
             for t in h.target_retries
         ]
@@ -175,6 +131,22 @@ def history_text(h: History, width: int | None) -> str:
     return "\n".join(parts)
 
 
+def sends_text(r: Reminder, width: int | None) -> list[str]:
+    """Return what a reminder sends, a labelled line each (a body's own lines indented under
+    it), its data as compact JSON, secrets masked; each line cut to `width` on a terminal."""
+    data = "-" if r.data is None else json.dumps(r.data, ensure_ascii=False)
+    body = r.body.splitlines() or ["-"]
+    lines = [
+        "sends",
+        f"  subject  {r.subject}",
+        f"  body     {body[0]}",
+        *(f"           {more}" for more in body[1:]),
+        f"  data     {data}",
+        f"  to       {', '.join(target_text(t) for t in r.targets) or '-'}",
+    ]
+    return [table.fit(line, width) for line in lines]
+
+
 def changes_json(changes: Sequence[Change], verb: str) -> dict[str, Any]:
     """Return the JSON of `retry`, `cancel` or `enable`: `verb` is "retried", "cancelled" or
     "enabled"; a retried reminder names the fire it re-armed."""
@@ -201,42 +173,6 @@ def changes_text(changes: Sequence[Change], verb: str) -> str:
     return "\n".join(lines)
 
 
-def stats_json(s: Stats) -> dict[str, Any]:
-    """Return the stable JSON object of `stats` (docs/reference.md documents every key)."""
-    return {
-        "at": iso(s.at),
-        "reminders": {
-            "pending": s.pending,
-            "done": s.done,
-            "dead": s.dead,
-            "cancelled": s.cancelled,
-        },
-        "due": s.due,
-        "retrying": s.retrying,
-        "leased": s.leased,
-        "dead_letters": s.dead_letters,
-        "retrying_targets": s.retrying_targets,
-        "disabled_targets": s.disabled_targets,
-        "oldest_due_lateness_s": seconds(s.oldest_due_lateness),
-        "moved_fires": s.moved_fires,
-        "deliveries": {
-            "last_hour": {"sent": s.sent_last_hour, "failed": s.failed_last_hour},
-            "last_day": {"sent": s.sent_last_day, "failed": s.failed_last_day},
-        },
-        "last_successful_tick": None
-        if s.last_successful_tick is None
-        else iso(s.last_successful_tick),
-        "hosts": [
-            {
-                "host": h.host,
-                "last_tick": iso(h.last_tick),
-                "clock_offset_s": seconds(h.clock_offset),
-            }
-            for h in s.hosts
-        ],
-    }
-
-
 def stats_text(s: Stats) -> str:
     """Return `stats` for people, one fact a line."""
     late = seconds(s.oldest_due_lateness)
@@ -246,7 +182,8 @@ def stats_text(s: Stats) -> str:
             f"{s.cancelled} cancelled",
             f"due now: {s.due} (oldest waiting {'-' if late is None else f'{late:.1f}s'}); "
             f"retrying: {s.retrying}; leased by a tick: {s.leased}",
-            f"dead letters awaiting retry: {s.dead_letters}",
+            f"dead letters awaiting retry: {s.dead_letters} "
+            f"(on {s.dead_reminders} reminder{'' if s.dead_reminders == 1 else 's'})",
             f"targets retrying a fire on their own: {s.retrying_targets}; "
             f"disabled (410 Gone): {s.disabled_targets}",
             f"deliveries, last hour: {s.sent_last_hour} sent, {s.failed_last_hour} failed; "

@@ -49,12 +49,13 @@ def serve(
     root = ctx.find_root().params
 
     def make() -> Queue:
-        # Creates a missing database, as `add` and `worker` do: serve takes adds too.
+        # Refuses a missing database, as `tick` and `worker` do: a server runs unattended (a
+        # unit file), so a mistyped path must fail at start, not fill a queue nothing ticks.
         given = (
             {}
             if web_forwarded_allow_ips is None
             else {"web_forwarded_allow_ips": web_forwarded_allow_ips}
         )
-        return Queue(root.get("db"), config=root.get("config"), create=True, **given)
+        return Queue(root.get("db"), config=root.get("config"), create=False, **given)
 
     server.serve(make, host, port, read_only=read_only)

@@ -71,13 +71,15 @@ def render(
     width: int | None,
     shorten: Collection[str] = (),
     keep: Sequence[str] = (),
+    cut_last: Collection[str] = (),
 ) -> Table:
     """Return the table: tab-separated without a width, else one line per row fitted to it.
 
     `shorten` names the free-text columns that may be cut with an ellipsis; `keep` orders the
     columns from most to least useful (unnamed ones last, in table order, and empty ones after
     those): at a width too narrow for all of them, the least useful go first. Ids, states and
-    times are never cut.
+    times are never cut. `cut_last` names the shortenable columns that keep their room until
+    the others are down to NARROWEST (an error's reason says more than a repeated address).
     """
     cells = [[_flat(c) for c in row] for row in rows]
     if width is None:
@@ -96,6 +98,8 @@ def render(
     room = width - len(GAP) * (len(shown) - 1)
     while sum(widths.values()) > room:
         candidates = [i for i in shown if i in cuttable and widths[i] > NARROWEST]
+        first = [i for i in candidates if headers[i] not in cut_last]
+        candidates = first or candidates
         if not candidates:
             break
         widths[max(candidates, key=lambda i: (widths[i], i))] -= 1
@@ -134,6 +138,11 @@ def _columns_that_fit(
         if not shown or need <= width:
             shown.append(i)
     return sorted(shown)
+
+
+def fit(line: str, width: int | None) -> str:
+    """Return one line of text within `width` columns (cut with an ellipsis), or whole (None)."""
+    return line if width is None else _cut(line, width, _ellipsis())
 
 
 def _cut(cell: str, width: int, ellipsis: str) -> str:

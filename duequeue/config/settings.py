@@ -62,6 +62,9 @@ class Settings:
     # The peers whose X-Forwarded-* / Forwarded headers `serve` believes (IPs and networks,
     # comma-separated, or `*`); "" believes nobody's (duequeue/web/proxy.py).
     web_forwarded_allow_ips: str = ""
+    # Where a person hears of new dead letters (operations/alert.py): email addresses, webhook
+    # and Apprise URLs, space-separated; one message per tick that wrote any. None: nobody.
+    alert: str | None = None
     # The values of those channels' own settings, by name (not a setting itself).
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -290,6 +293,10 @@ def _validate(merged: dict[str, Any], names: set[str], env: Mapping[str, str]) -
             parse_smtp_url(settings.smtp_url, settings.smtp_user, settings.smtp_password)
     except ConfigError as exc:
         raise _by_setting(exc) from None
+    if settings.alert is not None:
+        from duequeue.config import alert_targets  # lazy: only when set
+
+        alert_targets.parse(settings.alert, settings.by_name())
     if settings.clock not in CLOCKS:
         raise ConfigError(
             f"{settings.clock!r} is not a clock; choose database or host", field="clock"
@@ -378,6 +385,10 @@ def masked(settings: Settings) -> dict[str, Any]:
             from duequeue.shared import redact  # lazy: only shown settings need it
 
             value = redact.url(value)  # a postgresql:// URL may carry a password too
+        elif name == "alert" and value:
+            from duequeue.config import alert_targets  # lazy: only shown settings need it
+
+            value = alert_targets.shown(alert_targets.parse(value, settings.by_name()))
         elif name in settings.extra and value and _SECRET_NAME.search(name):
             value = "****"
         out[name] = value

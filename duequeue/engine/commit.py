@@ -150,6 +150,9 @@ class Tally:
     """What a tick's commits did: resolutions applied (by verdict) and refused, releases."""
 
     applied: Counter[str] = field(default_factory=Counter)
+    # The dead letters the applied resolutions wrote: (reminder id, fire ms, last error), for
+    # DUEQUEUE_ALERT (operations/alert.py); empty on a tick that made none.
+    dead_letters: list[tuple[int, int, str | None]] = field(default_factory=list)
     skipped: int = 0  # fires coalesced away behind the ones applied
     refused: int = 0  # resolutions whose lease was no longer ours
     released: int = 0
@@ -158,6 +161,8 @@ class Tally:
         """Count one commit's work."""
         for r in done.applied:
             self.applied[r.verdict] += 1
+            if r.dead is not None:
+                self.dead_letters.append((r.reminder_id, r.fire_at, r.dead.last_error))
             if r.row is not None:
                 # Fires coalesced away behind the one just handled count as skipped too.
                 self.skipped += r.row.skipped - (r.verdict == "skipped")
@@ -269,8 +274,9 @@ class Committer:
         busy = self._busy
         assert busy is not None
         self.runner.interrupt()
-        # An interrupted call returns at once; one stuck where no interrupt reaches (opening a
-        # connection) is left behind, bounded by its own connect timeout.
+        # An interrupted call returns at once; one where no interrupt reaches (opening a
+        # connection) ends by the deadline too: the tick bounded every connect by it
+        # (Store.bound).
         await asyncio.wait([busy], timeout=_ABANDON_WAIT_S)
         if not busy.done():
             stand_in: asyncio.Future[Committed] = asyncio.get_running_loop().create_future()

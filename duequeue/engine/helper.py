@@ -102,9 +102,12 @@ class HelperRunner:
         self._loop.add_reader(self._from, self._on_replies)
 
     @classmethod
-    def start(cls, db: str, busy_timeout_s: float, fallback: Runner) -> HelperRunner | None:
-        """Start a helper on the store open_store(db, busy_timeout_s) opens; None if none can
-        start (the tick goes on with its fallback)."""
+    def start(
+        cls, db: str, busy_timeout_s: float, fallback: Runner, *, until: float | None = None
+    ) -> HelperRunner | None:
+        """Start a helper on the store open_store(db, busy_timeout_s) opens, its waits bounded
+        by `until` (Store.bound; time.monotonic() is the machine's, shared by both processes);
+        None if none can start (the tick goes on with its fallback)."""
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-c", _BOOT, *sys.path],
@@ -117,7 +120,7 @@ class HelperRunner:
         except (OSError, ValueError):
             return None
         runner = cls(proc, fallback)
-        runner._send((db, busy_timeout_s))
+        runner._send((db, busy_timeout_s, until))
         return runner
 
     @property
@@ -333,11 +336,12 @@ def serve() -> None:
     # loads this module never runs serve().
     from duequeue.store import open_store
 
-    db, busy_timeout_s = opened
+    db, busy_timeout_s, until = opened
     store = None
     problem = None
     try:
         store = open_store(db, busy_timeout_s, create=False)
+        store.bound(until)
     except StoreError as exc:
         problem = str(exc)  # every request then fails with it: the tick falls back
     try:

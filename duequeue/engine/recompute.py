@@ -1,13 +1,14 @@
 """A zone rules change caught up: every pending fire an older tz release computed is computed
-again from what the user meant (schedule/intent.py), in bounded batches, before a tick claims.
+again from what the user meant (schedule/intent.py), in small batches, before a tick claims.
 
-The pass leases its batch as a claim does and writes it back only while the lease is its own
-(store/tz_sql.py), so a row a tick holds is left to that tick and a tick never claims a row
-half computed. A row is only ever computed forward: the store hands out rows whose release is
-older than the one in use here, so a host with older data leaves newer rows alone.
+Each batch is locked, computed and written back in one short transaction (store/tz_sql.py):
+a row a tick holds is left to that tick, a row another transaction has locked is skipped (never
+waited for), and nothing is leased, so a claim on another host beside the pass finds every row
+the pass is not writing at that moment, and a pass that dies holds nothing. A row is only ever
+computed forward: the store hands out rows whose release is older than the one in use here, so
+a host with older data leaves newer rows alone.
 """
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -26,10 +27,10 @@ else:
     intent = LazyModule("duequeue.schedule.intent")
     zones = LazyModule("duequeue.schedule.zones")
 
-BATCH = 2_000
-# A batch is computed and written in well under a second; a pass that dies leaves its rows
-# leased this long at most.
-LEASE_MS = 120_000
+# Rows a batch locks while it computes them (a few milliseconds): small, so that ticks on other
+# hosts claiming beside the pass find the rest (the claim skips locked rows), and a tick's
+# default claim (100 rows) is never starved by one batch.
+BATCH = 200
 SHOWN = 1_000  # moves a report keeps to list
 
 
@@ -50,7 +51,6 @@ def catch_up(store: Store, now: int, release: str, *, batch: int = BATCH) -> Pas
     zones, most updates) are only marked as this release's: their fires cannot change. At the
     end the digests of the pending rows' zones are recorded under this release, for the next.
     """
-    owner = "recompute-" + uuid.uuid4().hex
     done = Pass(release)
     seen: set[str] = set()
     for old, tz, recorded in store.stale_zones(release):
@@ -58,13 +58,16 @@ def catch_up(store: Store, now: int, release: str, *, batch: int = BATCH) -> Pas
         if recorded is not None and recorded == zones.digest(tz):
             while marked := store.bump_release(old, tz, release, now, batch):
                 done.checked += marked
-    while True:
-        rows = store.lease_stale(release, now, batch, LEASE_MS, owner)
-        if not rows:
-            break
+
+    def compute(rows: list[StaleFire]) -> list[Refire]:
         seen.update(row.tz for row in rows)
-        refires = [refire(row) for row in rows]
-        done.moved += store.refire(owner, release, now, refires)
+        return [refire(row) for row in rows]
+
+    while True:
+        refires, moved = store.recompute_stale(release, now, batch, compute)
+        if not refires:
+            break
+        done.moved += moved
         _count(done, refires)
     seen.discard("UTC")
     digests = {tz: d for tz in sorted(seen) if (d := zones.digest(tz)) is not None}

@@ -12,7 +12,7 @@ decides what the fire amounts to; this module writes it down:
   dead letter.
 
 Also here: a fire skipped past its misfire grace, and a row whose rule can no longer be
-evaluated, parked as dead (docs/how-a-tick-works.md).
+evaluated or whose stored data can no longer be read, parked as dead (docs/how-a-tick-works.md).
 """
 
 from __future__ import annotations
@@ -256,6 +256,15 @@ def parked(fire: Fire, error: str, died_at: int | None = None) -> Resolution:
     row = RowState(None, None, fire.error_count, error, "dead", dead_at=died_at)
     letter = DeadFire(fire.error_count, error, died_at)
     return Resolution(fire.claim, fire.reminder_id, fire.fire_at, "dead", row, (), letter)
+
+
+def set_aside(fire: Fire, error: str, now: int) -> Resolution:
+    """Set aside, sending nothing, a fire whose row cannot be read (its stored data): a row
+    claim parks its row as dead; a target's retry becomes that fire's dead letter."""
+    if isinstance(fire.claim, RowClaim):
+        return parked(fire, error, now)
+    letter = DeadFire(fire.error_count, error, now)
+    return Resolution(fire.claim, fire.reminder_id, fire.fire_at, "dead", None, (), letter)
 
 
 def advance(fire: Fire, now: int) -> tuple[int | None, int]:

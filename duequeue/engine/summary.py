@@ -36,6 +36,12 @@ class TickSummary:
     unrecorded: int = 0
     refused: int = 0  # write-backs refused: the lease had ended and another tick held the row
     lost: str | None = None  # the database error that stopped the tick's commits
+    # The dead letters this tick wrote, (reminder id, fire ms, last error): what DUEQUEUE_ALERT
+    # tells a person about (operations/alert.py). Not in the line or the JSON: `dead` counts them.
+    dead_letters: tuple[tuple[int, int, str | None], ...] = ()
+    # Why the alert about them did not go out (None: sent, or nothing to send); the tick's
+    # work stands either way.
+    alert_error: str | None = None
 
     def line(self) -> str:
         """Return the tick line cron logs (after `tick: `), as docs/reference.md shows it."""
@@ -54,6 +60,7 @@ class TickSummary:
             + "".join(f"; error: {e}" for e in self.errors)
             + (f"; lost the database: {self.lost}" if self.lost else "")
             + (f"; stopped by {self.stopped_by}" if self.stopped_by else "")
+            + (f"; alert failed: {self.alert_error}" if self.alert_error else "")
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -76,6 +83,7 @@ class TickSummary:
             "unrecorded": self.unrecorded,
             "refused": self.refused,
             "lost": self.lost,
+            "alert_error": self.alert_error,
         }
 
     def _lateness_s(self) -> float | None:

@@ -119,6 +119,7 @@ class _Counts:
         "batches",
         "claimed",
         "dead",
+        "dead_letters",
         "deliveries_failed",
         "deliveries_sent",
         "errors",
@@ -140,6 +141,7 @@ class _Counts:
         self.sent = self.partial = self.retried = self.dead = self.skipped = self.released = 0
         self.deliveries_sent = self.deliveries_failed = self.unrecorded = self.refused = 0
         self.max_lateness_ms: int | None = None
+        self.dead_letters: list[tuple[int, int, str | None]] = []
         self.errors: list[str] = []
         self.stopped_by: str | None = None  # SIGTERM / SIGINT that cut the tick short
         self.lost: str | None = None  # the database error that stopped the tick's commits
@@ -166,28 +168,50 @@ class _Counts:
             unrecorded=self.unrecorded,
             refused=self.refused,
             lost=self.lost,
+            dead_letters=tuple(self.dead_letters),
         )
 
 
 def tick(
-    store: Store, now: int, options: TickOptions, clock: Callable[[], int], owner: str | None = None
+    store: Store,
+    now: int,
+    options: TickOptions,
+    clock: Callable[[], int],
+    owner: str | None = None,
+    hold: contextlib.ExitStack | None = None,
 ) -> TickSummary:
-    """Run one tick at instant `now` (ms); `clock` stamps ledger rows with the real send time."""
+    """Run one tick at instant `now` (ms); `clock` stamps ledger rows with the real send time.
+
+    Once rows are claimed, SIGTERM/SIGINT are held (stopsignal.held) until the tick returns, or,
+    given `hold`, until the caller closes it: a front end prints the summary first.
+    """
     owner = owner or uuid.uuid4().hex
-    with _rare_collections():
-        # The first claim runs here, before any thread or event loop: the tick with nothing due
-        # (the common case, every minute) stays free of asyncio, threads, aiohttp and smtplib.
-        catch_up(store, now, options.policy.max_errors)
-        first = store.claim(now, options.limit, options.policy.max_errors, options.lease_ms, owner)
-        if not first:
-            return TickSummary(at=from_ms(now))
-        if clock() - now > options.lease_ms / 2:
-            # The claim answered so late (a link that healed after a cut) that half its lease
-            # is gone: another tick may take these rows soon after. Send none of them.
-            lost = "the claim answered too late"
-            late = TickSummary(at=from_ms(now), claimed=len(first), batches=1, lost=lost)
-            raise DatabaseLostError(f"{lost}: its lease was ending", late)
-        return _Tick(store, now, options, clock, owner).run(first)
+    # The tick's deadline: shortly before the leases it takes end. No wait on the database,
+    # a reconnect included, lasts past it (Store.bound), so a tick cut from the database ends
+    # while its rows are still its own.
+    until = time.monotonic() + (now + options.lease_ms - _margin_ms(options) - clock()) / 1000
+    store.bound(until)
+    try:
+        with _rare_collections():
+            # The first claim runs here, before any thread or event loop: the tick with nothing
+            # due (the common case, every minute) stays free of asyncio, threads, aiohttp and
+            # smtplib.
+            catch_up(store, now, options.policy.max_errors)
+            o = options
+            first = store.claim(now, o.limit, o.policy.max_errors, o.lease_ms, owner)
+            if not first:
+                return TickSummary(at=from_ms(now))
+            if clock() - now > options.lease_ms / 2:
+                # The claim answered so late (a link that healed after a cut) that half its
+                # lease is gone: another tick may take these rows soon after. Send none of them.
+                lost = "the claim answered too late"
+                late = TickSummary(at=from_ms(now), claimed=len(first), batches=1, lost=lost)
+                raise DatabaseLostError(f"{lost}: its lease was ending", late)
+            with contextlib.ExitStack() as mine:
+                stops = (hold or mine).enter_context(stopsignal.held())
+                return _Tick(store, now, options, clock, owner, until, stops).run(first)
+    finally:
+        store.bound(None)
 
 
 def _margin_ms(options: TickOptions) -> int:
@@ -229,22 +253,24 @@ class _Fire:
 
     def __init__(self, fire: Fire) -> None:
         self.fire = fire
-        self.at: Any = None  # the fire's instant and data, as a message carries them: message()
+        self.at: Any = None  # the fire's instant and data, as a message carries them: read()
         self.data: Any = None
         self.standings: list[settle.Standing] = [settle.UNTRIED] * len(fire.targets)
         self.left = len(fire.targets)  # targets still to settle
         self.broken = False  # an unexpected error: its claim is handed back at the tick's end
         self.last_at = 0  # when this tick's last attempt of the fire ended (its ledger `at`)
 
+    def read(self) -> None:
+        """Read what the fire's messages carry from the stored row, once; raise if the row
+        cannot be read (tick._start sets such a fire aside as a dead letter)."""
+        fire = self.fire
+        if fire.data is not None:
+            self.data = json.loads(fire.data)
+        self.at = from_ms(fire.fire_at)
+
     def message(self, target: Target) -> Any:
         """Return the fire as the message one of its targets gets."""
         fire = self.fire
-        if self.at is None:
-            # Parsed once a fire, when its first target is sent: stored data that no longer
-            # parses breaks that fire alone (tick._broke), not the batch.
-            if fire.data is not None:
-                self.data = json.loads(fire.data)
-            self.at = from_ms(fire.fire_at)
         return channel_base.Message(
             fire.reminder_id,
             self.at,
@@ -263,7 +289,14 @@ class _Tick:
     """The state of one tick past its first claim."""
 
     def __init__(
-        self, store: Store, now: int, options: TickOptions, clock: Callable[[], int], owner: str
+        self,
+        store: Store,
+        now: int,
+        options: TickOptions,
+        clock: Callable[[], int],
+        owner: str,
+        until: float,
+        stops: stopsignal.Stops,
     ) -> None:
         self.store, self.now, self.options, self.clock, self.owner = (
             store,
@@ -272,6 +305,8 @@ class _Tick:
             clock,
             owner,
         )
+        self.until = until  # the tick's deadline (time.monotonic()): see tick()
+        self.stops = stops
         self.counts = _Counts()
         self.open: dict[Claim, _Fire] = {}  # claimed, not yet resolved or released
         self.broken: list[Claim] = []  # handed back only at the end: see _broke
@@ -291,13 +326,11 @@ class _Tick:
         # A commit that finds the database busy is tried again until shortly before the leases
         # end: past that another tick may take the claims, so an outcome kept longer is no use.
         o = self.options
-        margin_ms = _margin_ms(o)
-        retry_until = time.monotonic() + (self.now + o.lease_ms - margin_ms - self.clock()) / 1000
         self.committer: commit.Committer = commit.Committer(
             commit.ThreadRunner(self.store),
             self.owner,
             self.now,
-            retry_until,
+            self.until,
             # A commit unanswered past the busy timeout (and a second to spare) means the
             # database is locked or out of reach: no new send until it answers again.
             stall_s=o.busy_timeout_s + 1,
@@ -330,22 +363,25 @@ class _Tick:
             lambda: self.clock() / 1000,
             {**o.settings, "concurrency": o.webhook_concurrency},
         )
-        try:
-            async with (
-                registry.Senders(opening) as channels,
-                stopsignal.on_stop_signals(self._stop),
-            ):
-                self.channels = channels
-                batch: list[Fire] = first
-                while batch:  # until a claim finds nothing more due at `now`
-                    await self._take(batch)
-                    batch = await self._next_batch()
-                self.claiming = False
-                self.wake.set()
-                # Every worker ends once its queue is empty: nothing is abandoned in flight.
-                await asyncio.gather(*self.workers)
-        finally:
-            await self._wind_down()
+        with self.stops.forwarded(self.loop, self._stop):
+            if self.stops.caught:  # came before the loop ran: send nothing, release the rows
+                self._stop(self.stops.caught[0])
+            try:
+                async with registry.Senders(opening) as channels:
+                    self.channels = channels
+                    batch: list[Fire] = first
+                    while batch:  # until a claim finds nothing more due at `now`
+                        await self._take(batch)
+                        batch = await self._next_batch()
+                    self.claiming = False
+                    self.wake.set()
+                    # Every worker ends once its queue is empty: nothing is abandoned in flight.
+                    await asyncio.gather(*self.workers)
+            finally:
+                # From here a stop signal is only noted: the outcomes of sends the receivers
+                # answered are being written back, and nothing may cut that short.
+                self.stops.writing = True
+                await self._wind_down()
 
     async def _next_batch(self) -> list[Fire]:
         """Claim the next batch once few targets wait; [] when the budget is spent, the tick
@@ -442,6 +478,15 @@ class _Tick:
         else:
             s.target_retries += 1
         f = _Fire(fire)
+        try:
+            f.read()
+        except Exception as exc:
+            # A row whose stored data no longer reads (written by hand, or by a broken tool)
+            # would fail the same way every minute: set aside as a dead letter saying why,
+            # before any target is sent, and the rest of the batch goes on.
+            why = f"cannot read the reminder's stored data: {type(exc).__name__}: {exc}"
+            self.committer.resolve(settle.set_aside(fire, why, self.now))
+            return
         self.open[fire.claim] = f
         rules = self.options.policy
         for i, target in enumerate(fire.targets):
@@ -459,7 +504,8 @@ class _Tick:
         takes the next one; a worker finishing a send takes over the next target parked on that
         endpoint.
         """
-        bound = registry.get(channel).endpoint
+        known = registry.find(channel)  # None: a channel only other hosts know; sends fail
+        bound = None if known is None else known.endpoint
         slots = self.slots if bound is not None else None
         while True:
             if not queue:
@@ -520,6 +566,7 @@ class _Tick:
                     ledger.attempts + 1,
                     at,
                     standing.retry_at,
+                    outcome.gone,
                 )
             )
             if outcome.status == "sent":
@@ -569,11 +616,12 @@ class _Tick:
     def _stop(self, sig: signal.Signals) -> None:
         # Graceful stop: nothing new starts (the budget check sees a deadline passed), what is
         # in flight finishes and is settled, and unstarted fires are released. A second signal
-        # stops waiting: in-flight sends are abandoned unrecorded; see _wind_down.
-        if self.counts.stopped_by is not None and self.task is not None:
+        # stops waiting: in-flight sends are abandoned unrecorded; see _wind_down. Once the
+        # deliveries are over nothing is cut short: the answered sends are being written back.
+        if self.counts.stopped_by is not None and not self.stops.writing and self.task:
             self.task.cancel()
         self.deadline = float("-inf")
-        self.counts.stopped_by = sig.name
+        self.counts.stopped_by = self.counts.stopped_by or sig.name
         self.hungry.set()  # a claim waiting for room sees the stop and claims nothing more
         self.stopping.set()  # a claim under way is no longer waited for
 
@@ -628,6 +676,9 @@ class _Tick:
     def _counted(self) -> TickSummary:
         """Fold what the commits applied into the counts; return the tick's summary."""
         s, tally = self.counts, self.committer.tally
+        if s.stopped_by is None and self.stops.caught:  # noted while writing back
+            s.stopped_by = self.stops.caught[0].name
+        self.stops.told = len(self.stops.caught)
         s.sent += tally.applied["sent"]
         s.partial += tally.applied["partial"]
         s.retried += tally.applied["retried"]
@@ -635,6 +686,7 @@ class _Tick:
         s.skipped += tally.applied["skipped"] + tally.skipped
         s.released += tally.released
         s.refused += tally.refused
+        s.dead_letters = tally.dead_letters
         return s.summary(self.now)
 
     # -- parts --------------------------------------------------------------------------------
@@ -649,7 +701,9 @@ class _Tick:
         self.helper_started = True
 
         if helper.spare_core():
-            runner = helper.HelperRunner.start(spec.db, spec.busy_timeout_s, self.committer.runner)
+            runner = helper.HelperRunner.start(
+                spec.db, spec.busy_timeout_s, self.committer.runner, until=self.until
+            )
             if runner is not None:
                 self.committer.use(
                     runner, max_items=commit.HELPER_MAX_ITEMS, window_s=commit.HELPER_WINDOW_S
@@ -657,7 +711,10 @@ class _Tick:
 
     def _pool(self, channel: str) -> int:
         """Return how many sends of `channel` run at once: its own pool size, or the tick's."""
-        return registry.get(channel).workers or self.options.webhook_concurrency
+        known = registry.find(channel)
+        if known is None:
+            return 1  # a channel this host does not know: each send fails at once
+        return known.workers or self.options.webhook_concurrency
 
     def _endpoint_slots(self) -> endpoints.EndpointSlots[_Job] | None:
         """Return the per-endpoint bound of the webhook workers; None when it cannot bind."""

@@ -141,13 +141,13 @@ def build_reminder(
     if req.rrule is not None or req.cron is not None:
         kind, text = ("rrule", req.rrule) if req.rrule is not None else ("cron", req.cron)
         assert text is not None
-        wall = schedule.named_wall(req.at) if isinstance(req.at, str) else None
+        wall = schedule.named_wall(req.at, zone, now) if isinstance(req.at, str) else None
         rule = schedule.parse_rule(kind, text, zone, start, wall)
         first = schedule.first_fire(rule)
         if first is None:
             raise BadInputError("the rule has no fire at or after its start", field=kind)
         fire_at, rule_text = to_ms(first), rule.text
-    start_wall = _start_wall(req.at, zone)
+    start_wall = _start_wall(req.at, zone, now)
     if req.data_json is not None:
         data = validate.data(req.data_json, "data_json")
     elif req.data is not None:
@@ -177,17 +177,19 @@ def _relative(at: str | datetime | timedelta | None) -> bool:
     """Return whether `at` means a time from now, which a repeat of the add moves."""
     if at is None or isinstance(at, timedelta):
         return True
-    return isinstance(at, str) and (at.strip().lower() == "now" or at.strip().startswith("+"))
+    return isinstance(at, str) and schedule.is_from_now(at)
 
 
-def _start_wall(at: str | datetime | timedelta | None, zone: "ZoneInfo") -> str | None:
+def _start_wall(
+    at: str | datetime | timedelta | None, zone: "ZoneInfo", now: datetime
+) -> str | None:
     """Return the wall time `at` named in the reminder's zone, kept so newer zone rules can
     place it again (like RFC 5545's DTSTART;TZID=); None when it named an instant (UTC, an
     offset, a time from now), which no rules change moves."""
     if zone.key == "UTC":
         return None
     if isinstance(at, str):
-        wall = schedule.named_wall(at)
+        wall = schedule.named_wall(at, zone, now)
     elif isinstance(at, datetime) and _zone_of(at) == zone.key:
         wall = at.replace(tzinfo=None)
     else:
@@ -236,7 +238,14 @@ def _target(
         checked = registry.check(channel, address, settings)
     except BadInputError as exc:
         raise exc.with_field(f"{name}[{index}]") from None
-    return NewTarget(channel, checked)
+    return NewTarget(channel, checked, shown=shown(channel, checked))
+
+
+def shown(channel: str, address: str) -> str | None:
+    """Return the address as its channel shows it (what search finds), None when that is the
+    address as stored."""
+    found = registry.shown(channel, address)
+    return None if found == address else found
 
 
 def _zone_of(at: object) -> str | None:
@@ -276,8 +285,11 @@ def add_notes(
     """Return what the user should know about a valid reminder: nothing is wrong with it, but
     it will not go out as they may expect. `at` is what the caller gave as add's `at`."""
     notes = []
+    if isinstance(at, str) and reminder.dtstart is not None and schedule.is_spoken(at):
+        # As at(1) says when its job runs: a spoken time is read one way of several possible.
+        notes.append(f"note: read {at.strip()!r} as {_shown(reminder.dtstart, reminder.tz)}")
     if isinstance(at, str):
-        moved = schedule.gap_skips(at, schedule.parse_zone(reminder.tz))
+        moved = schedule.gap_skips(at, schedule.parse_zone(reminder.tz), now)
         if moved is not None:
             notes.append(
                 f"note: {at.strip()} does not exist in {reminder.tz} (a DST change skips it): "
@@ -305,6 +317,15 @@ def add_notes(
                 "dead-lettered) until they are; `duequeue doctor` checks the setup"
             )
     return notes
+
+
+def _shown(instant: int, tz: str) -> str:
+    """Return an instant as the zone's clocks show it and in UTC (UTC alone for UTC)."""
+    utc = str(iso(instant))
+    if tz == "UTC":
+        return utc
+    local = from_ms(instant).astimezone(schedule.parse_zone(tz))
+    return f"{local:%Y-%m-%d %H:%M:%S %Z} ({tz}), {utc}"
 
 
 def fires(
@@ -356,7 +377,7 @@ def new_schedule(
     if kind is None or text is None:
         fire = start
     else:
-        wall = schedule.named_wall(at) if isinstance(at, str) else None
+        wall = schedule.named_wall(at, zone, now) if isinstance(at, str) else None
         rule = schedule.parse_rule(kind, text, zone, start, wall)
         if at is not None:
             first = schedule.first_fire(rule)
@@ -379,7 +400,7 @@ def new_schedule(
             to_ms(fire),
             kind,
             text if kind is not None else None,
-            start_wall=_start_wall(at, zone) if at is not None else None,
+            start_wall=_start_wall(at, zone, now) if at is not None else None,
             release=schedule.data_release() if at is not None else "",
         ),
         notes,
@@ -406,6 +427,23 @@ def new_targets(
             )
         return None
     return _targets(req, settings)
+
+
+def kept_note(store: Store, rid: int, reminder: NewReminder, at: object) -> str:
+    """Return what an add of a live key with the same content says: nothing was added, and,
+    when its time was given from now (`+5h` after `+2h`), that the first time is kept."""
+    same = f"key {reminder.key!r} exists: reminder {rid}, with the same content"
+    if not reminder.relative:
+        return f"{same}; nothing added"
+    kept = store.get(rid)
+    pending = None if kept is None else kept.next_fire_at
+    if pending is None or pending == reminder.fire_at:
+        return f"{same}; nothing added"
+    given = f"{at.strip()!r}" if isinstance(at, str) else "the time given"
+    return (
+        f"{same} but its first time: it keeps {iso(pending)} ({given} would be "
+        f"{iso(reminder.fire_at)}); nothing added (`duequeue reschedule {rid} --at ...` moves it)"
+    )
 
 
 def write(store: Store, reminder: NewReminder, now: datetime) -> tuple[int, bool]:

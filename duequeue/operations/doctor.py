@@ -4,7 +4,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from duequeue.channels import apprise_urls, smtpprobe
+from duequeue.channels import apprise_urls, registry, smtpprobe
 from duequeue.channels.signing import padding_missing, parse_secrets
 from duequeue.config.settings import env_name
 from duequeue.errors import ConfigError, DuequeueError
@@ -51,6 +51,7 @@ def run(
     checks.extend(tz_release_checks(settings.db, open_store))
     checks.extend(smtp_checks(settings))
     checks.extend(email_targets_check(settings, open_store))
+    checks.extend(channels_check(settings, open_store))
     checks.extend(notify_checks(settings, open_store))
     checks.append(secret_check(settings.webhook_secret))
     checks.extend(target_secret_checks(settings, open_store))
@@ -222,6 +223,35 @@ def email_targets_check(settings: Any, open_store: Callable[[str], Any]) -> list
             "each of those deliveries fails, is retried, then dead-lettered",
             "set DUEQUEUE_SMTP_URL and DUEQUEUE_EMAIL_FROM (or smtp_url and email_from in the "
             "config file), or cancel those reminders",
+        )
+    ]
+
+
+def channels_check(settings: Any, open_store: Callable[[str], Any]) -> list[Check]:
+    """Fail when pending reminders have targets of a channel this host does not know (one
+    registered with DUEQUEUE_CHANNELS, or installed, only where they were added)."""
+    try:
+        store = open_store(settings.db)
+    except DuequeueError:
+        return []  # database_checks reports it
+    try:
+        unknown = sorted(c for c in store.pending_channels() if registry.find(c) is None)
+    except DuequeueError:
+        return []  # database_checks reports it
+    finally:
+        store.close()
+    if not unknown:
+        return []
+    names = ", ".join(repr(c) for c in unknown)
+    return [
+        Check(
+            "channels",
+            False,
+            f"pending reminders have targets of channel {names}, which this host does not "
+            "know: each of those sends fails here, is retried, then dead-lettered (the other "
+            "targets go out)",
+            "name the module that registers it in DUEQUEUE_CHANNELS (or install the package "
+            "that provides it) on every host that ticks this queue",
         )
     ]
 

@@ -4,11 +4,11 @@ exactly as `add` validates."""
 import contextlib
 import gc
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from duequeue.errors import BadInputError
+from duequeue.errors import BadInputError, KeyConflictError
 from duequeue.operations.add import AddRequest, build_reminder
 from duequeue.operations.import_spool import Spool
 from duequeue.rules import validate
@@ -63,6 +63,7 @@ class Parsed(NamedTuple):
 
     spool: Spool
     notes: list[str]
+    blank: list[int]  # the numbers of the blank lines, to name a spooled reminder's line
 
 
 def parse_lines(
@@ -81,12 +82,15 @@ def parse_lines(
     """
     spool = Spool()
     old: set[str] = set()
+    blank: list[int] = []
     try:
         for number, raw in enumerate(lines, 1):
             if progress is not None:
                 progress(len(raw))
             if raw.strip():
                 spool.add(_line(raw, number, default_tz, now, settings or {}, old))
+            else:
+                blank.append(number)
     except BaseException:
         spool.close()
         raise
@@ -95,7 +99,7 @@ def parse_lines(
         "rename it, the old name may go"
         for name in sorted(old)
     ]
-    return Parsed(spool, notes)
+    return Parsed(spool, notes, blank)
 
 
 def _line(
@@ -187,7 +191,54 @@ def _pairs(obj: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(tuple(v) if isinstance(v, list) else v for v in value)
 
 
-def write(store: Store, reminders: Iterable[NewReminder], now: datetime) -> tuple[int, int]:
-    """Store validated reminders in one transaction; return (imported, skipped): a reminder
-    whose key exists already is skipped."""
-    return store.add_many(reminders, to_ms(now))
+def write(
+    store: Store, reminders: Iterable[NewReminder], now: datetime, blank: Sequence[int] = ()
+) -> tuple[int, int]:
+    """Store validated reminders in one transaction; return (imported, skipped).
+
+    A line whose key a live reminder holds is skipped when it is that reminder (the same
+    content, as `add` compares it); with other content it is a conflict, and the import writes
+    nothing: KeyConflictError naming how many lines and which (`blank`: the blank lines'
+    numbers, which the reminders' positions skip).
+    """
+    try:
+        return store.add_many(reminders, to_ms(now))
+    except KeyConflictError as exc:
+        if not exc.conflicts:
+            raise
+        raise _conflicting(exc, blank) from None
+
+
+_SHOWN = 10  # conflicting lines named one by one; the rest are counted
+
+
+def _conflicting(exc: KeyConflictError, blank: Sequence[int]) -> KeyConflictError:
+    """Return the store's conflicts as one error naming the lines of the file."""
+    lines = tuple(
+        (_line_number(position, blank), key, rid, differ)
+        for position, key, rid, differ in exc.conflicts
+    )
+    count = len(lines)
+    shown = "; ".join(
+        f"line {line}: key {key!r} is reminder {rid}'s, which differs ({differ})"
+        for line, key, rid, differ in lines[:_SHOWN]
+    )
+    more = f"; and {count - _SHOWN} more" if count > _SHOWN else ""
+    which = "1 line names" if count == 1 else f"{count} lines name"
+    return KeyConflictError(
+        f"{which} a live key with other content, so nothing was imported: {shown}{more} "
+        "(`duequeue edit` / `reschedule` change a reminder, `cancel` frees its key)",
+        field=None,
+        existing=exc.existing,
+        conflicts=lines,
+    )
+
+
+def _line_number(position: int, blank: Sequence[int]) -> int:
+    """Return the line number of the `position`th reminder (from 1), past the blank lines."""
+    line = position
+    for number in blank:  # ascending
+        if number > line:
+            break
+        line += 1
+    return line

@@ -103,6 +103,7 @@ def browse(
     before: int | None,
     limit: int,
     now: datetime,
-) -> tuple[list[ReminderView], int | None]:
-    """Return a page of reminders, newest first, and the next page's cursor (serve)."""
+) -> tuple[list[ReminderView], int | None, bool]:
+    """Return a page of reminders, newest first, the next page's cursor, and whether a search
+    stopped at its window before the page was full (serve)."""
     return store.browse(state, search, before, limit, to_ms(now))

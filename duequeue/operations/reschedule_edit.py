@@ -9,6 +9,7 @@ from duequeue.errors import BadInputError, NotFoundError
 from duequeue.operations import add
 from duequeue.rules import validate
 from duequeue.shared.timefmt import iso, to_ms
+from duequeue.store import search_sql
 from duequeue.store.records import (
     Edit,
     NewSchedule,
@@ -68,7 +69,25 @@ def edit(
     parts = list(content)
     if targets is not None:
         parts.append(_targets_note(view, targets))
-    edit = Edit(_seen(view), "edited: " + ", ".join(parts), content=content, targets=targets)
+    search = None
+    if "subject" in content or targets is not None:
+        search = search_sql.text(
+            content.get("subject") or view.subject,
+            view.key,
+            targets
+            if targets is not None
+            else [
+                NewTarget(t.channel, t.address, shown=add.shown(t.channel, t.address))
+                for t in view.targets
+            ],
+        )
+    edit = Edit(
+        _seen(view),
+        "edited: " + ", ".join(parts),
+        content=content,
+        targets=targets,
+        search=search,
+    )
     store.change(reminder_id, edit, to_ms(now))
     return _get(store, reminder_id)
 

@@ -1,8 +1,8 @@
 """`worker`: tick on an interval in the foreground until SIGTERM or SIGINT (for systemd).
 
 A signal never cuts a tick short: while one runs it only asks the loop to stop after it, so the
-tick writes its outcomes back; between ticks it stops the wait at once. While a tick delivers, the
-tick catches the signal itself (stopsignal.py: in-flight sends finish, unstarted rows are
+tick writes its outcomes back; between ticks it stops the wait at once. While a tick that claimed
+rows runs, it holds the signal itself (stopsignal.py: in-flight sends finish, unstarted rows are
 released) and this handler never sees it, so the tick reports it back and the loop ends there.
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from types import FrameType
 
 from duequeue.errors import DuequeueError
+from duequeue.store.backend import Listener
 
 
 class _Stop(Exception):
@@ -29,8 +30,14 @@ class Worker:
         on_error: Callable[[DuequeueError], None],
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        listener: Listener | None = None,
+        wall_ms: Callable[[], int] | None = None,
     ) -> None:
         self.every_s = every_s
+        # Between ticks, a wait that a fire made due elsewhere ends early (PostgreSQL); `wall_ms`
+        # (unix ms) tells whether a fire it names falls before the next poll.
+        self._listener = listener
+        self._wall_ms = wall_ms
         self._tick = tick
         self._on_error = on_error
         self._monotonic = monotonic
@@ -53,6 +60,8 @@ class Worker:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+            if self._listener is not None:
+                self._listener.close()
 
     def _loop(self) -> None:
         next_at = self._monotonic()
@@ -71,4 +80,23 @@ class Worker:
             # Fixed rate, not fixed delay: a tick's own duration does not push the schedule back;
             # one that overran its interval is followed at once, never by a burst.
             next_at = max(next_at + self.every_s, self._monotonic())
-            self._sleep(max(0.0, next_at - self._monotonic()))
+            next_at = self._wait(next_at)
+
+    def _wait(self, until: float) -> float:
+        """Wait until the monotonic instant `until`, or less if a fire made due elsewhere
+        falls before it (then until that fire); return when the tick after the wait ran."""
+        while (left := until - self._monotonic()) > 0:
+            woke = None if self._listener is None else self._listener.wait(left)
+            if woke is None:  # nothing to listen with (SQLite), or it is down: poll
+                self._sleep(max(0.0, until - self._monotonic()))
+                break
+            if not woke:
+                continue  # the listener's own timeout: `until` reached (the loop checks)
+            # A fire not named (an import's), or no clock to place it by: looked for now.
+            now_ms = 0 if self._wall_ms is None else self._wall_ms()
+            named = [f for f in woke if f is not None and self._wall_ms is not None]
+            soonest = min(named) if len(named) == len(woke) else now_ms
+            if soonest - now_ms < left * 1000:
+                # A wake-up for a fire before the next poll: tick at it, then poll on from there.
+                until = self._monotonic() + max(0.0, (soonest - now_ms) / 1000)
+        return until

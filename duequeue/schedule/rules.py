@@ -24,7 +24,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from duequeue.errors import BadInputError
-from duequeue.schedule import release, zones
+from duequeue.schedule import release, spoken, zones
 from duequeue.schedule.recurrence import (
     RuleError,
     cron_fires_after,
@@ -67,9 +67,16 @@ def parse_zone(name: str) -> ZoneInfo:
 
 
 def parse_at(text: str, tz: ZoneInfo, now: datetime) -> datetime:
-    """Return the aware UTC instant meant by `at`: now, +15m, ISO 8601, or wall time in tz."""
+    """Return the aware UTC instant meant by `at`: now, +15m, ISO 8601, a wall time in tz, or
+    a spoken form (spoken.py: `tomorrow 9am`, `in 2 hours`)."""
     _require_aware(now, "now")
     stripped = text.strip()
+    said = _spoken(stripped, tz, now)
+    if said is not None:
+        if said.after is not None:
+            return now.astimezone(UTC) + said.after  # real elapsed time, as +2h
+        assert said.wall is not None
+        return resolve_wall(said.wall, tz)
     try:
         if stripped.lower() == "now":
             return now.astimezone(UTC)
@@ -92,25 +99,62 @@ def parse_at(text: str, tz: ZoneInfo, now: datetime) -> datetime:
     except ValueError as exc:
         reason = str(exc)
         if not reason or reason.startswith("Invalid isoformat"):
-            reason = "expected 'now', '+15m' or ISO 8601 such as 2027-01-05T09:00 or ...+01:00"
+            reason = (
+                f"expected 'now', '+15m', {spoken.FORMS} or ISO 8601 such as "
+                "2027-01-05T09:00 or ...+01:00"
+            )
         raise BadInputError(f"invalid time {text!r}: {reason}", field="at") from exc
     except OverflowError as exc:
         raise BadInputError(f"time {text!r} is out of range", field="at") from exc
 
 
-def named_wall(text: str) -> datetime | None:
-    """Return the wall time `at` names when it is a local date-time, else None."""
+def _spoken(text: str, tz: ZoneInfo, now: datetime) -> "spoken.Spoken | None":
+    """Return what a spoken `at` means; None for ISO 8601 or text that is no spoken form."""
     try:
-        parsed = datetime.fromisoformat(text.strip())
+        datetime.fromisoformat(text)
     except ValueError:
-        return None
+        return spoken.parse(text, tz, now)
+    return None  # ISO 8601 wins: 2027-01-05 is a date, never a spoken form
+
+
+def is_spoken(text: str) -> bool:
+    """Tell whether `at` text is a spoken form (`tomorrow 9am`), whose reading add reports."""
+    stripped = text.strip()
+    if stripped.lower() == "now" or stripped.startswith("+"):
+        return False
+    try:
+        datetime.fromisoformat(stripped)
+    except ValueError:
+        return True  # valid text, so a spoken form: parse_at took it
+    return False
+
+
+def is_from_now(text: str) -> bool:
+    """Tell whether `at` text names a time from now (`now`, `+15m`, `in 2 hours`): an instant,
+    which a repeat of the same add names anew."""
+    stripped = text.strip()
+    return stripped.lower() == "now" or stripped.startswith("+") or spoken.is_from_now(stripped)
+
+
+def named_wall(text: str, tz: ZoneInfo, now: datetime) -> datetime | None:
+    """Return the wall time `at` names when it is a local date-time (ISO 8601 without an
+    offset, or a spoken day and time), else None."""
+    stripped = text.strip()
+    try:
+        parsed = datetime.fromisoformat(stripped)
+    except ValueError:
+        try:
+            said = spoken.parse(stripped, tz, now)
+        except BadInputError:
+            return None
+        return None if said is None else said.wall
     return parsed if parsed.tzinfo is None else None
 
 
-def gap_skips(text: str, tz: ZoneInfo) -> datetime | None:
+def gap_skips(text: str, tz: ZoneInfo, now: datetime) -> datetime | None:
     """Return the local time `at` becomes when it names a wall time a DST gap skips (02:30 on
     a spring-forward night becomes 03:00), else None."""
-    wall = named_wall(text)
+    wall = named_wall(text, tz, now)
     if wall is None:
         return None
     instant = resolve_wall(wall, tz)

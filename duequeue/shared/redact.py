@@ -5,10 +5,15 @@ channels/notify.py masks Apprise URLs themselves, as only Apprise knows their pa
 
 A postgresql:// --db URL or an smtp:// DUEQUEUE_SMTP_URL may carry a password, in its user part
 or (libpq) as a `password=` query parameter; `inspect`, `config`, `doctor`, the worker's log and
-every error message show the URL with those masked. A file path is shown as given.
+every error message show the URL with those masked. A file path is shown as given. The address
+of a target whose channel this process does not know is shown as the mask alone (`whole`).
+
+A reminder's `--data` is shown (inspect, history, serve) with `data`: the value of a key whose
+name says it holds a secret masked whole, and the password of any URL in it masked.
 """
 
 import re
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 MASK = "****"
@@ -33,6 +38,12 @@ def url(value: str) -> str:
     return parts._replace(netloc=netloc, query=query).geturl()
 
 
+def whole(value: str) -> str:
+    """Return nothing of `value`: an address whose channel this process does not know (only
+    its channel knows which parts are secret), shown as the mask alone."""
+    return MASK
+
+
 def secrets(text: str, url: str) -> str:
     """Return `text` on one line with every token-like part of `url` replaced by ***.
 
@@ -47,3 +58,27 @@ def secrets(text: str, url: str) -> str:
         if len(piece) >= 6 and ("." not in piece or piece == url):
             text = text.replace(piece, "***")
     return text
+
+
+# A key of --data whose value is a secret by its name: password, api_key, accessToken,
+# client_secret, Authorization, private-key... ("key" alone, "monkey" or "keyword" are not).
+_SECRET_KEY = re.compile(
+    r"pass(word|wd|phrase)?$|pwd|secret|token|api[-_]?key|private[-_]?key|access[-_]?key"
+    r"|auth(orization)?$|credential|cookie|session|signature|^otp$|^pin$",
+    re.IGNORECASE,
+)
+
+
+def data(value: Any) -> Any:
+    """Return a --data value fit to show: each value under a secret-looking key (and all it
+    holds) as MASK, each URL's password masked, the rest as given."""
+    if isinstance(value, dict):
+        return {
+            k: MASK if _SECRET_KEY.search(str(k)) and value[k] is not None else data(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [data(v) for v in value]
+    if isinstance(value, str) and "://" in value:
+        return " ".join(url(part) if "://" in part else part for part in value.split(" "))
+    return value

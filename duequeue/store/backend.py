@@ -18,11 +18,23 @@ from duequeue.store.sql import Dialect, Run
 T = TypeVar("T")
 
 
+class Listener(Protocol):
+    """A wait that ends early when a write elsewhere makes a fire due (`worker`'s, between
+    ticks): PostgreSQL's LISTEN (pg_listen.py)."""
+
+    def wait(self, timeout_s: float) -> list[int | None] | None:
+        """Wait up to `timeout_s`; return the instants (unix ms; None: not named) of fires made
+        due meanwhile, [] if none, or None if it cannot listen now (poll as without it)."""
+
+    def close(self) -> None:
+        """Stop listening."""
+
+
 class Backend(Protocol):
     """One open database, adapted for the store: everything the store asks of a database.
 
     A database with one host and no server (SQLite) answers the clock and host questions with
-    None and (), and `interrupt` does nothing.
+    None and (), and `bound` and `interrupt` do nothing.
     """
 
     # What its SQL spells differently, as data; among it the locking style: `skip_locked`
@@ -61,9 +73,17 @@ class Backend(Protocol):
         """Return the hosts noted ticking in the last day, the latest first; () when one host
         is all there can be."""
 
+    def bound(self, until: float | None) -> None:
+        """Let no wait, connecting included, end later than `until` (time.monotonic()); None
+        lifts the bound. Nothing where every wait is shorter than a tick's margin anyway."""
+
     def interrupt(self) -> None:
         """Cut the call running on another thread short and fail every later one at once
         (safe from any thread); nothing where every call is bounded by a timeout of its own."""
+
+    def listener(self) -> Listener | None:
+        """Return a way to wait for fires made due by other processes, or None where only
+        polling can tell (SQLite)."""
 
     def close(self) -> None:
         """Release the connection."""

@@ -19,6 +19,7 @@ a new one starts with none.
 from collections.abc import Sequence
 
 from duequeue.errors import ChangeRefusedError, NotFoundError
+from duequeue.store import search_sql
 from duequeue.store.records import Edit, NewTarget
 from duequeue.store.sql import Dialect, Run
 
@@ -91,6 +92,8 @@ def change(run: Run, d: Dialect, reminder_id: int, edit: Edit, now: int) -> None
     run(d.sql(f"UPDATE reminders SET {', '.join(sets)} WHERE id = :id"), values)
     if edit.targets is not None:
         _replace_targets(run, d, reminder_id, edit.targets)
+    if edit.search is not None:
+        search_sql.replace(run, d, reminder_id, edit.search)
     run(
         d.sql(
             """INSERT INTO reminder_changes (reminder_id, at, change)

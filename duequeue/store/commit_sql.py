@@ -5,7 +5,8 @@ One transaction, in this order:
 1. **Records** (the ledger): facts about sends that happened, so they always land, whoever holds
    the claim now. A second `sent` of one target and fire is a no-op (the partial unique index
    deliveries_sent_once), and so is the same attempt recorded again (a commit repeated after a
-   lost connection, or by a tick taking over a failed commit helper's batches).
+   lost connection, or by a tick taking over a failed commit helper's batches). A target whose
+   endpoint answered 410 Gone is switched off with its record.
 2. **Resolutions**, each only while `owner` still holds its claim's lease (fencing: a tick that
    outran its lease, or was cut off, never overwrites what another tick or an operator did
    since). A row claim's row gets its new state; a target claim's retry row is taken back. Then,
@@ -117,6 +118,12 @@ def commit(
     """Record, resolve and release, in that order, inside the caller's transaction."""
     if records:
         run.many(d.sql(_RECORD), [_record(r) for r in records])
+        # A 410 Gone is remembered with its record, not with the claim's resolution: a claim
+        # handed back (the budget, a stop signal) or refused resolves nothing, and the next
+        # fire would call the gone endpoint again.
+        gone = [{"id": r.target_id, "now": r.at, "reason": r.error} for r in records if r.gone]
+        if gone:
+            run.many(d.sql(_DISABLE), gone)
     applied, refused = _resolve(run, d, owner, now, resolutions)
     _release(run, d, owner, now, releases)
     return Committed(tuple(applied), tuple(refused), len(releases))

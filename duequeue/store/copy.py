@@ -104,6 +104,10 @@ def _copy(conn: apsw.Connection, cur: Cursor, where: str) -> dict[str, int]:
     with cur.copy(f"COPY {META} (name, value) FROM STDIN".encode()) as copy:
         for values in _rows(conn, f"SELECT name, value FROM {META} ORDER BY name"):
             copy.write_row(values)
+    # What search finds of each reminder (an FTS5 table in SQLite, a plain one here).
+    with cur.copy(b"COPY reminder_search (reminder_id, text) FROM STDIN") as copy:
+        for values in _rows(conn, "SELECT rowid, text FROM reminder_search ORDER BY rowid"):
+            copy.write_row(values)
     return counts
 
 

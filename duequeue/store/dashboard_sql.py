@@ -1,12 +1,12 @@
 """serve's reads, written once for every dialect: the overview's charts and lateness, and the
-keyset-paged list of reminders.
+keyset-paged list of reminders (a search's matches come from search_sql.py).
 
 Every query walks an index (0007's for the ledger by time, the rarer states and open dead
 letters; reminders_due for what is due; the primary key for the rest), so a page costs about
 the same at 10^6 reminders as at 10^3; tests/integration/test_dashboard_plans.py holds that.
 """
 
-from duequeue.store import ops_sql, reads
+from duequeue.store import ops_sql, reads, search_sql
 from duequeue.store import rows as shared
 from duequeue.store.records import BrowseState, Dashboard, ReminderView
 from duequeue.store.sql import Dialect, Run
@@ -27,14 +27,6 @@ _STATES: dict[str, str] = {
 }
 
 _NO_CURSOR = 2**63 - 1
-
-# A search walks the list's index and tests each row; the targets of a row are read by its id
-# (a scalar subquery: PostgreSQL would hash an EXISTS over every target instead).
-_SEARCH = """(CAST(:q AS TEXT) IS NULL OR r.subject {ilike} :q ESCAPE '\\'
-    OR r.key {ilike} :q ESCAPE '\\'
-    OR (SELECT count(*) FROM targets t WHERE t.reminder_id = r.id
-        AND t.address {ilike} :q ESCAPE '\\') > 0)"""
-
 
 # Fires due in each of the next 24 hours: one range count of reminders_due per hour. Six times
 # faster in SQLite than one GROUP BY over the same rows (no expression per row, no sort), which
@@ -74,12 +66,6 @@ def dashboard(run: Run, d: Dialect, now: int, recent_ms: int) -> Dashboard:
     )
 
 
-def like_pattern(text: str) -> str:
-    """Return a LIKE pattern matching `text` anywhere, its own % and _ taken literally."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
 def browse(
     run: Run,
     d: Dialect,
@@ -88,33 +74,25 @@ def browse(
     before: int | None,
     limit: int,
     now: int,
-) -> tuple[list[ReminderView], int | None]:
-    """Return a page of reminders and the next page's cursor; see Store.browse."""
-    found = _SEARCH.format(ilike=d.ilike)
-    args = {
-        "now": now,
-        # No cursor is the largest id there can be, so that the page is always a range of the
-        # index (an `IS NULL OR` would keep SQLite from seeking).
-        "before": _NO_CURSOR if before is None else before,
-        "lim": limit,
-        "q": None if search is None else like_pattern(search),
-    }
-    below = "{col} < :before"
-    if state == "dead":
-        # Driven by the open dead letters (0007's dead_letters_open), newest reminder first.
-        sql = f"""SELECT DISTINCT d.reminder_id FROM dead_letters d
-            JOIN reminders r ON r.id = d.reminder_id
-            WHERE d.retried_at IS NULL AND r.cancelled_at IS NULL
-              AND {below.format(col="d.reminder_id")} AND {found}
-            ORDER BY d.reminder_id DESC LIMIT :lim"""
+) -> tuple[list[ReminderView], int | None, bool]:
+    """Return a page of reminders, the next page's cursor, and whether a search stopped at its
+    window before the page was full; see Store.browse."""
+    partial = False
+    if search is not None:
+        ids, cursor, partial = search_sql.find(
+            run,
+            d,
+            search,
+            before,
+            limit,
+            lambda found: _in_state(run, d, state, found, now),
+            lambda below, n: _page(run, d, state, below, n, now),
+        )
     else:
-        sql = f"""SELECT r.id FROM reminders r
-            WHERE {_STATES[state]} AND {below.format(col="r.id")} AND {found}
-            ORDER BY r.id DESC LIMIT :lim"""
-    ids = [int(row[0]) for row in run(d.sql(sql), args)]
-    cursor = ids[-1] if len(ids) == limit else None
+        ids = _page(run, d, state, before, limit, now)
+        cursor = ids[-1] if len(ids) == limit else None
     if not ids:
-        return [], None
+        return [], cursor, partial
     rows = run(
         d.sql(
             f"""SELECT {shared.VIEW_COLUMNS} FROM reminders r
@@ -123,4 +101,38 @@ def browse(
         {"ids": d.ids(ids)},
     )
     targets = reads.targets(run, d, ids)
-    return [shared.view(row, targets.get(int(row[0]), ())) for row in rows], cursor
+    return [shared.view(row, targets.get(int(row[0]), ())) for row in rows], cursor, partial
+
+
+def _page(
+    run: Run, d: Dialect, state: BrowseState, before: int | None, limit: int, now: int
+) -> list[int]:
+    """Return the ids of a page of the list (no search), newest first."""
+    # No cursor is the largest id there can be, so that the page is always a range of the
+    # index (an `IS NULL OR` would keep SQLite from seeking).
+    args = {"now": now, "before": _NO_CURSOR if before is None else before, "lim": limit}
+    if state == "dead":
+        # Driven by the open dead letters (0007's dead_letters_open), newest reminder first.
+        sql = """SELECT DISTINCT d.reminder_id FROM dead_letters d
+            JOIN reminders r ON r.id = d.reminder_id
+            WHERE d.retried_at IS NULL AND r.cancelled_at IS NULL AND d.reminder_id < :before
+            ORDER BY d.reminder_id DESC LIMIT :lim"""
+    else:
+        sql = f"""SELECT r.id FROM reminders r
+            WHERE {_STATES[state]} AND r.id < :before
+            ORDER BY r.id DESC LIMIT :lim"""
+    return [int(row[0]) for row in run(d.sql(sql), args)]
+
+
+def _in_state(run: Run, d: Dialect, state: BrowseState, ids: list[int], now: int) -> list[int]:
+    """Return those of `ids` (a search's matches) in `state`, newest first."""
+    if state == "dead":
+        sql = f"""SELECT DISTINCT d.reminder_id FROM dead_letters d
+            JOIN reminders r ON r.id = d.reminder_id
+            WHERE d.retried_at IS NULL AND r.cancelled_at IS NULL
+              AND {d.in_ids("d.reminder_id", "ids")}
+            ORDER BY d.reminder_id DESC"""
+    else:
+        sql = f"""SELECT r.id FROM reminders r WHERE {d.in_ids("r.id", "ids")}
+            AND {_STATES[state]} ORDER BY r.id DESC"""
+    return [int(row[0]) for row in run(d.sql(sql), {"ids": d.ids(ids), "now": now})]

@@ -173,9 +173,11 @@ def stats(run: Run, d: Dialect, now: int) -> Stats:
         ),
         {"now": now},
     )
-    ((letters,),) = run(
+    # The open dead letters, and the reminders they belong to (what every view marks `dead`).
+    ((letters, dead_reminders),) = run(
         d.sql(
-            """SELECT count(*) FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
+            """SELECT count(*), count(DISTINCT d.reminder_id)
+               FROM dead_letters d JOIN reminders r ON r.id = d.reminder_id
                WHERE d.retried_at IS NULL AND r.cancelled_at IS NULL"""
         ),
         {},
@@ -204,6 +206,7 @@ def stats(run: Run, d: Dialect, now: int) -> Stats:
         leased=int(leased),
         oldest_due_at=None if oldest is None else int(oldest),
         dead_letters=int(letters),
+        dead_reminders=int(dead_reminders),
         sent_last_hour=int(ledger[0]),
         failed_last_hour=int(ledger[1]),
         sent_last_day=int(ledger[2]),

@@ -11,8 +11,11 @@ never silently drops a write.
 
 Every wait on the server is bounded below a tick's lease (docs/postgresql.md, "Timeouts"): TCP
 keepalives and `tcp_user_timeout` notice a link that went silent, `lock_timeout` and
-`statement_timeout` bound the server's side, and interrupt() lets a tick past its deadline cut
-a call that still hangs (a link that takes bytes and never answers).
+`statement_timeout` bound the server's side, a connect never outlasts the deadline bound() sets
+(whatever the URL's `connect_timeout`), and interrupt() lets a tick past its deadline cut a call
+that still hangs (a link that takes bytes and never answers). The session also bounds how long
+the server keeps a silent client's open transaction, and its locks: a cut host's rows come free
+in seconds without any server setting.
 """
 
 import contextlib
@@ -20,6 +23,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
@@ -31,6 +35,7 @@ from psycopg.conninfo import conninfo_to_dict
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.shared.redact import url as safe_url
 from duequeue.store import ops_sql, schema
+from duequeue.store.pg_listen import PgListener
 from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import POSTGRES, Row, Run
 from duequeue.store.store import Store
@@ -41,6 +46,10 @@ APPLICATION = "duequeue"
 # one after another instead of racing into "relation already exists".
 SCHEMA_LOCK = 0x64717565
 CONNECT_TIMEOUT_S = 10
+# The longest one connect may wait, whatever the URL asks (libpq's 0, "forever", included); and
+# the shortest: psycopg waits at least 2 s, so a connect is not started with less time left.
+CONNECT_CEILING_S = 30
+CONNECT_FLOOR_S = 2
 # A link that stays silent while idle is given up after 5 + 3 x 2 = 11 s; one that leaves sent
 # bytes unacknowledged after tcp_user_timeout (see timeouts()).
 KEEPALIVES = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2",
@@ -74,7 +83,10 @@ class PostgresBackend:
         self.created = False  # whether opening it created duequeue's tables
         self._passwords = _passwords(url)
         self._settings = timeouts(url, busy_timeout_s)
+        self._connect_s, self._hosts = connect_timeout(url)
         self._cut = threading.Event()  # interrupt() was called: no call waits any more
+        self._until: float | None = None  # bound(): no wait ends later (time.monotonic())
+        self._watchdog: threading.Timer | None = None  # bound(): interrupts at `_until`
         self.conn = self._connect()
         try:
             self._ensure_schema()
@@ -118,6 +130,7 @@ class PostgresBackend:
                 f"lost the connection to PostgreSQL {self.where} during {what} "
                 f"({self._line(lost)}) and could not reconnect: {exc}"
             ) from lost
+        self._check_cut(what, lost)  # interrupted while connecting: the new link is not used
         try:
             return self._once(work)
         except psycopg.Error as exc:
@@ -126,7 +139,12 @@ class PostgresBackend:
                 f"{self._line(exc)}"
             ) from exc
 
+    def listener(self) -> PgListener:
+        # Its own connection, bounded as the store's (connect, keepalives, statements).
+        return PgListener(self.url, {"application_name": f"{APPLICATION} listen", **self._settings})
+
     def close(self) -> None:
+        self.bound(None)
         self.conn.close()
 
     def _unusable(self) -> bool:
@@ -144,6 +162,25 @@ class PostgresBackend:
             )
         except psycopg.Error:
             return True
+
+    def bound(self, until: float | None) -> None:
+        """Let no wait end later than `until` (time.monotonic()); None lifts the bound.
+
+        A tick sets its deadline here (lease - margin). A reconnect under way when the deadline
+        comes cannot be interrupted (there is no socket to shut yet), so each connect waits at
+        most the time left, and none starts with less than CONNECT_FLOOR_S left. A statement
+        still waiting then, on a link that takes bytes and never answers, is cut by a watchdog
+        (interrupt()): the tick's stages cut theirs too, but its first claim runs before them.
+        """
+        self._until = until
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        if until is not None:
+            watchdog = threading.Timer(max(0.0, until - time.monotonic()), self.interrupt)
+            watchdog.daemon = True  # never what keeps a process from exiting
+            watchdog.start()
+            self._watchdog = watchdog
 
     def interrupt(self) -> None:
         """Cut the call running on another thread, and fail every later one at once.
@@ -218,10 +255,21 @@ class PostgresBackend:
             return work(cur)
 
     def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
+        timeout = self._connect_s
+        if self._until is not None:
+            # psycopg gives each host of the URL the whole timeout: share the time left.
+            left = int((self._until - time.monotonic()) / self._hosts)
+            if left < CONNECT_FLOOR_S:
+                raise StoreError(
+                    f"cannot connect to PostgreSQL {self.where}: no time left before the "
+                    "tick's deadline"
+                )
+            timeout = min(timeout, left)
         kwargs: dict[str, Any] = {
             "autocommit": True,
             "application_name": APPLICATION,
             **self._settings,
+            "connect_timeout": str(timeout),
         }
         try:
             return psycopg.connect(self.url, **kwargs)
@@ -346,7 +394,28 @@ def health(run: Run, where: str, expected_version: int) -> list[HealthCheck]:
             "create it as schema_postgres.sql does (if missing)",
         )
     )
+    checks.append(_search_check(run))
     return checks
+
+
+def _search_check(run: Run) -> HealthCheck:
+    """Say whether serve's search has its trigram index (the schema leaves it out where pg_trgm
+    could not be added: a search then reads reminder_search whole)."""
+    found = run(
+        """SELECT 1 FROM pg_class c WHERE c.relname = 'reminder_search_trigrams'
+             AND c.relnamespace = current_schema()::regnamespace""",
+        {},
+    )
+    if found:
+        return HealthCheck("search index", True, "reminder_search_trigrams (pg_trgm)")
+    return HealthCheck(
+        "search index",
+        True,
+        "no trigram index: serve's search reads every reminder's search text",
+        "as a role that may: `CREATE EXTENSION pg_trgm; CREATE INDEX reminder_search_trigrams "
+        "ON reminder_search USING gin (text gin_trgm_ops)`",
+        warning=True,
+    )
 
 
 def _upgrade(cur: Cursor, version: int) -> None:
@@ -406,12 +475,22 @@ def _server_ms(cur: Cursor) -> int:
 
 
 def timeouts(url: str, busy_timeout_s: float) -> dict[str, str]:
-    """Return the libpq parameters that bound every wait on the server; what the URL sets wins.
+    """Return the libpq parameters that bound every wait on the server; what the URL sets wins
+    (connect_timeout is connect_timeout()'s).
 
+    The client's side:
     - keepalives: an idle link that went silent is noticed in 11 s (KEEPALIVES);
-    - tcp_user_timeout: sent bytes unacknowledged for the busy timeout + 10 s break the link;
+    - tcp_user_timeout: sent bytes unacknowledged for the busy timeout + 10 s break the link.
+    The server's side, set for this session (`options`), so no server setting is needed:
     - lock_timeout: a lock is waited for at most the busy timeout (SQLite's rule);
-    - statement_timeout: one statement runs at most 6 x the busy timeout, and 30 s at least.
+    - statement_timeout: one statement runs at most 6 x the busy timeout, and 30 s at least;
+    - idle_in_transaction_session_timeout: the busy timeout + 2 s. A client cut (or frozen)
+      mid-transaction never sends its COMMIT; the server ends its session then, and the rows it
+      locked come free. Below the margin a tick keeps before its lease ends (busy timeout + 5 s,
+      engine/tick.py), so the rows of a commit cut at the tick's deadline are free again before
+      its lease ends; no transaction of duequeue idles that long between two statements.
+    - tcp_keepalives_* and tcp_user_timeout, the client's values: the server notices a silent
+      client as fast as the client notices a silent server.
 
     With the default busy timeout (5 s) the longest a tick's statement can wait is 30 s, far
     below the default lease (325 s); a tick's deadline (engine/commit.py) covers a link that
@@ -419,18 +498,42 @@ def timeouts(url: str, busy_timeout_s: float) -> dict[str, str]:
     """
     given = conninfo_to_dict(url)
     busy_ms = max(1, round(busy_timeout_s * 1000))
-    wanted: dict[str, str] = {
-        "connect_timeout": str(CONNECT_TIMEOUT_S),
-        **KEEPALIVES,
-        "tcp_user_timeout": str(busy_ms + 10_000),
-    }
+    user_timeout_ms = busy_ms + 10_000
+    wanted: dict[str, str] = {**KEEPALIVES, "tcp_user_timeout": str(user_timeout_ms)}
     found = {k: v for k, v in wanted.items() if k not in given}
     options = str(given.get("options") or "")
-    server = {"lock_timeout": busy_ms, "statement_timeout": max(30_000, 6 * busy_ms)}
+    server = {
+        "lock_timeout": busy_ms,
+        "statement_timeout": max(30_000, 6 * busy_ms),
+        "idle_in_transaction_session_timeout": busy_ms + 2_000,
+        "tcp_keepalives_idle": KEEPALIVES["keepalives_idle"],
+        "tcp_keepalives_interval": KEEPALIVES["keepalives_interval"],
+        "tcp_keepalives_count": KEEPALIVES["keepalives_count"],
+        "tcp_user_timeout": user_timeout_ms,
+    }
     extra = " ".join(f"-c {k}={v}" for k, v in server.items() if k not in options)
     if extra:
         found["options"] = f"{options} {extra}".strip()
     return found
+
+
+def connect_timeout(url: str) -> tuple[int, int]:
+    """Return how long one connect may wait, in whole seconds, and how many hosts the URL names.
+
+    The URL's `connect_timeout` (10 s when it gives none) clamped to CONNECT_FLOOR_S ..
+    CONNECT_CEILING_S: libpq's 0 ("wait forever") and a minute are what a cut link would cost a
+    tick. A tick bounds it further by its deadline (PostgresBackend.bound).
+    """
+    given = conninfo_to_dict(url)
+    try:
+        asked = int(float(str(given.get("connect_timeout", CONNECT_TIMEOUT_S))))
+    except ValueError:
+        asked = CONNECT_TIMEOUT_S  # libpq itself refuses it, with its own message
+    if asked <= 0:
+        asked = CONNECT_CEILING_S
+    seconds = min(max(asked, CONNECT_FLOOR_S), CONNECT_CEILING_S)
+    hosts = str(given.get("host") or given.get("hostaddr") or "")
+    return seconds, max(1, hosts.count(",") + 1)
 
 
 def _passwords(url: str) -> list[str]:

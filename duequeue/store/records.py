@@ -30,6 +30,9 @@ class NewTarget:
     address: str
     # A webhook's own signing secret(s), space-separated; None: DUEQUEUE_WEBHOOK_SECRET.
     secret: str | None = field(default=None, repr=False)
+    # The address as every view shows it (its channel's `shown`: a notify URL's tokens masked),
+    # which is what search finds; None: shown as stored.
+    shown: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,9 @@ class Edit:
     schedule: NewSchedule | None = None
     content: dict[str, str | None] = field(default_factory=dict)  # subject, body, data
     targets: tuple[NewTarget, ...] | None = None  # the whole new set, when they change
+    # What search finds of the reminder after the change (search_sql.text), when the subject or
+    # the targets change; None: as it was.
+    search: str | None = None
 
 
 @dataclass(slots=True)
@@ -169,7 +175,8 @@ class Fire:
 @dataclass(slots=True)
 class DeliveryRecord:
     """One attempt of one target for one fire, for the ledger; `retry_at`: after a failure
-    that may clear, the earliest time of the next attempt (the backoff, Retry-After)."""
+    that may clear, the earliest time of the next attempt (the backoff, Retry-After); `gone`:
+    the endpoint answered 410 Gone."""
 
     reminder_id: int
     target_id: int
@@ -179,6 +186,9 @@ class DeliveryRecord:
     attempt: int
     at: int
     retry_at: int | None = None
+    # The endpoint answered 410 Gone: the target is switched off with the record itself, a fact
+    # like the attempt, whether the tick then settles the fire or hands its claim back.
+    gone: bool = False
 
 
 @dataclass(slots=True)
@@ -273,6 +283,9 @@ class ReminderView:
     dtstart: int | None = None  # the --at instant, the RRULE's DTSTART
     start_wall: str | None = None  # the wall time --at named in tz; None for an instant
     fire_release: str | None = None  # the tz release that computed the pending fire
+    body: str = ""
+    data: str | None = None  # the JSON text as stored; None when none
+    dead_letters: int = 0  # open dead letters: dead fires not retried, of a row not cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +343,7 @@ class Stats:
     retrying: int  # pending rows backing off after failures
     leased: int  # rows a tick holds right now
     dead_letters: int  # dead fires not retried, of rows not cancelled (what inspect --dead lists)
+    dead_reminders: int  # rows not cancelled with one or more of those (the dashboard's dead list)
     retrying_targets: int  # failed targets of a partial success retrying their fire on their own
     disabled_targets: int  # targets switched off after 410 Gone, of rows not cancelled
     oldest_due_at: int | None  # the smallest next_fire_at among due rows

@@ -38,7 +38,8 @@ REMINDER_FIELDS = (
 REMINDER_COLUMNS = ", ".join(REMINDER_FIELDS)
 
 # What inspect reads of a reminder (portable SQL), in view()'s order; the dead view appends
-# the dead letter's fire_at, error_count, last_error and dead_at.
+# the dead letter's fire_at, error_count, last_error and dead_at. The open dead letters are
+# counted off dead_letters_open (one index probe a row); a cancelled row's are moot.
 VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
     CASE WHEN r.cancelled_at IS NOT NULL THEN 'cancelled'
          WHEN r.dead_at IS NOT NULL THEN 'dead'
@@ -47,7 +48,10 @@ VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
     r.created_at, r.dead_at,
     (SELECT min(d.at) FROM deliveries d WHERE d.reminder_id = r.id
         AND d.fire_at = r.last_fired_at AND d.outcome = 'sent'),
-    r.dtstart, r.start_wall, r.fire_release"""
+    r.dtstart, r.start_wall, r.fire_release, r.body, r.data,
+    CASE WHEN r.cancelled_at IS NULL THEN (SELECT count(*) FROM dead_letters x
+        WHERE x.reminder_id = r.id AND x.retried_at IS NULL) ELSE 0 END"""
+_VIEW_WIDTH = 22
 
 
 # Reminders add_many inserts per statement batch: a few MB of rows in memory at a time, and a
@@ -121,11 +125,19 @@ def view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
         dtstart=row[16],
         start_wall=row[17],
         fire_release=row[18],
+        body=row[19],
+        data=row[20],
+        dead_letters=int(row[21]),
         targets=targets,
     )
-    if len(row) > 19:  # a dead letter: its fire, errors and time, beside the row's own state
+    if len(row) > _VIEW_WIDTH:  # a dead letter: its fire, errors and time, beside the row's own
+        w = _VIEW_WIDTH
         found = replace(
-            found, dead_fire_at=row[19], error_count=row[20], last_error=row[21], dead_at=row[22]
+            found,
+            dead_fire_at=row[w],
+            error_count=row[w + 1],
+            last_error=row[w + 2],
+            dead_at=row[w + 3],
         )
     return found
 

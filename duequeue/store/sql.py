@@ -58,6 +58,16 @@ class Dialect:
     # The first statement of a read whose counts must agree with each other ("" when every
     # read transaction already sees one snapshot).
     snapshot: str
+    # serve's search (search_sql.py) over reminder_search: its column of reminder ids; a
+    # condition on its `text` that the trigram index answers (:wild, :lowered, :pattern); one
+    # that tests the rows of a range of ids, for a term too short for trigrams.
+    search_id: str
+    search_match: str
+    search_scan: str
+    # Run in the transaction of a write that makes a fire due (add, import, retry, reschedule):
+    # tells a listening `worker` (:fire, unix ms, as text; "" when several) at commit, so it
+    # need not wait for its next poll. "" where nothing can listen (SQLite: polling only).
+    notify_due: str = ""
 
     def sql(self, text: str) -> str:
         """Return `text` with `:name` parameters in the driver's style."""
@@ -72,6 +82,14 @@ class Dialect:
         if self.ids_as == "array":
             return [int(i) for i in ids]
         return "[" + ",".join(str(int(i)) for i in ids) + "]"
+
+    def texts(self, values: Sequence[str]) -> Any:
+        """Return a list of texts as the parameter value in_ids() expects (it takes texts too)."""
+        if self.ids_as == "array":
+            return list(values)
+        import json  # lazy: only import's key checks pass texts; the tick passes ids
+
+        return json.dumps(list(values))
 
     def in_select(self, column: str, select: str) -> str:
         """Return a condition: `column` is one of the values `select` returns."""
@@ -118,6 +136,12 @@ SQLITE = Dialect(
     read_before_claim=True,
     ledger_of_fires=LEDGER_SQLITE,
     snapshot="",  # a WAL read transaction is one snapshot
+    search_id="rowid",
+    # FTS5 answers LIKE from its trigrams only without an ESCAPE clause, so :wild has the
+    # term's own % and _ as _; instr() then keeps the rows holding the term itself. Both fold
+    # ASCII case only, as LIKE does.
+    search_match="text LIKE :wild AND instr(lower(text), :lowered) > 0",
+    search_scan="instr(lower(text), :lowered) > 0",
 )
 
 POSTGRES = Dialect(
@@ -138,4 +162,9 @@ POSTGRES = Dialect(
     read_before_claim=False,
     ledger_of_fires=LEDGER_POSTGRES,
     snapshot="SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    search_id="reminder_id",
+    search_match="text ILIKE :pattern ESCAPE '\\'",  # pg_trgm's GIN index answers it
+    search_scan="text ILIKE :pattern ESCAPE '\\'",
+    # Delivered at commit, once per distinct payload of a transaction (pg_listen.py).
+    notify_due="SELECT pg_notify('duequeue_due', :fire)",
 )

@@ -92,8 +92,15 @@ class SQLiteBackend:
     def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
         return ()
 
+    def listener(self) -> None:
+        # One host, no server to carry a notification: `worker` polls.
+        return None
+
     def interrupt(self) -> None:
         return None
+
+    def bound(self, until: float | None) -> None:
+        return None  # no connect to bound; the busy timeout bounds every wait
 
     def close(self) -> None:
         try:

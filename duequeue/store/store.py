@@ -23,7 +23,7 @@ from duequeue.store import (
     tz_sql,
 )
 from duequeue.store import rows as shared
-from duequeue.store.backend import Backend
+from duequeue.store.backend import Backend, Listener
 from duequeue.store.records import (
     BrowseState,
     Change,
@@ -76,6 +76,15 @@ class Store:
         """Release the connection."""
         self.backend.close()
 
+    def bound(self, until: float | None) -> None:
+        """Let no wait on the database, connecting included, end later than `until`
+        (time.monotonic()); None lifts the bound.
+
+        A tick's deadline (shortly before its leases end): a reconnect under way then cannot be
+        interrupted, so it must not be allowed to outlast it.
+        """
+        self.backend.bound(until)
+
     def interrupt(self) -> None:
         """Cut short a call another thread is waiting in, and fail every later call at once.
 
@@ -84,6 +93,18 @@ class Store:
         their own timeouts (SQLite's busy timeout) does nothing.
         """
         self.backend.interrupt()
+
+    def listener(self) -> Listener | None:
+        """Return a wait that ends when another process makes a fire due (add, import, retry,
+        reschedule commit a notification), or None where the database cannot tell (SQLite):
+        `worker` then only polls."""
+        return self.backend.listener()
+
+    def _due(self, run: Run, fire_at: int | None) -> None:
+        """Tell listeners, at this transaction's commit, that a fire at `fire_at` (None: at
+        several instants) is now pending; nothing where nobody can listen."""
+        if self.dialect.notify_due:
+            run(self.dialect.sql(self.dialect.notify_due), {"fire": str(fire_at or "")})
 
     def note_tick(self, host: str, host_ms: int) -> int | None:
         """Note that `host` (whose clock reads `host_ms`) ticks now; return the instant the
@@ -161,13 +182,28 @@ class Store:
 
         return self._read(work, "tz check")
 
-    def lease_stale(
-        self, release: str, now: int, limit: int, lease_ms: int, owner: str
-    ) -> list[StaleFire]:
-        """Lease up to `limit` pending rows computed by a release older than `release` and not
-        leased by anyone, as a claim leases (lowest release, then id, first)."""
+    def recompute_stale(
+        self,
+        release: str,
+        now: int,
+        limit: int,
+        compute: Callable[[list[StaleFire]], list[Refire]],
+    ) -> tuple[list[Refire], int]:
+        """Compute again, in one transaction, up to `limit` pending rows computed by a release
+        older than `release` (lowest release, then id, first): `compute` (pure) computes them,
+        and they are written back with `release`, each moved fire recorded and the queue's
+        release raised to `release` (never lowered). Return the rows written and how many
+        fires moved; nothing left to compute returns ([], 0).
+
+        A row a tick leases is left to it (its write-back records its own release); a row
+        another transaction has locked (a claim, another host's pass) is skipped, not waited
+        for. The rows are held only for this short transaction and never leased, so a claim
+        beside it finds every other row, and a pass that dies holds nothing.
+        """
+        # Repeatable: if a lost commit did land, its rows are no longer stale and a repeat
+        # takes the next ones; its moves are never recorded twice.
         return self._write(
-            lambda run: tz_sql.lease(run, self.dialect, release, now, limit, lease_ms, owner),
+            lambda run: tz_sql.recompute(run, self.dialect, release, now, limit, compute),
             "recompute",
         )
 
@@ -175,18 +211,6 @@ class Store:
         """Return up to `limit` such rows with id > after_id, leased or not, leasing nothing."""
         return self._read(
             lambda run: tz_sql.read(run, self.dialect, release, after_id, limit), "recompute"
-        )
-
-    def refire(self, owner: str, release: str, now: int, refires: Sequence[Refire]) -> int:
-        """Write rows computed again under `release` while `owner` still holds their lease,
-        release them, record each moved fire, and raise the queue's tz release to `release`
-        (never lower it); return how many fires moved."""
-        # Not repeatable: a repeat after a lost commit would record its moves twice; the
-        # leases then run out and the rows are taken again.
-        return self._write(
-            lambda run: tz_sql.refire(run, self.dialect, owner, release, now, refires),
-            "recompute",
-            repeatable=False,
         )
 
     def stale_zones(self, release: str) -> list[tuple[str, str, str | None]]:
@@ -223,12 +247,15 @@ class Store:
 
         With a key that already exists nothing is written and (existing id, False) is returned.
         """
+
         # Without a key, a repeat after a lost commit could add the reminder twice.
-        return self._write(
-            lambda run: add_sql.add(run, self.dialect, reminder, now),
-            "add",
-            repeatable=reminder.key is not None,
-        )
+        def add(run: Run) -> tuple[int, bool]:
+            added = add_sql.add(run, self.dialect, reminder, now)
+            if added[1] and reminder.fire_at is not None:
+                self._due(run, reminder.fire_at)
+            return added
+
+        return self._write(add, "add", repeatable=reminder.key is not None)
 
     def add_many(self, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
         """Insert reminders with their targets in one transaction; return (added, skipped).
@@ -240,11 +267,14 @@ class Store:
         # Keyless reminders would be added twice by a repeat after a lost commit, and a stream
         # (import's spool) is not checked for keys: that would read it all once more.
         keyed = isinstance(reminders, Sequence) and all(r.key is not None for r in reminders)
-        return self._write(
-            lambda run: add_sql.add_many(run, self.dialect, reminders, now),
-            "bulk add",
-            repeatable=keyed,
-        )
+
+        def add_many(run: Run) -> tuple[int, int]:
+            counts = add_sql.add_many(run, self.dialect, reminders, now)
+            if counts[0]:
+                self._due(run, None)  # fires of every kind: a listening worker ticks to see
+            return counts
+
+        return self._write(add_many, "bulk add", repeatable=keyed)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -310,13 +340,15 @@ class Store:
         reminder is cancelled or done (or dead, for a new schedule), when a tick holds it or one
         of its target retries, or when its pending fire is no longer `edit.seen`.
         """
+
+        def change(run: Run) -> None:
+            change_sql.change(run, self.dialect, reminder_id, edit, now)
+            if edit.schedule is not None:
+                self._due(run, edit.schedule.fire_at)
+
         # Not repeatable: a repeat after a lost commit would find the pending fire moved (by
         # this very change) and refuse, reporting a change that did happen as refused.
-        self._write(
-            lambda run: change_sql.change(run, self.dialect, reminder_id, edit, now),
-            "change",
-            repeatable=False,
-        )
+        self._write(change, "change", repeatable=False)
 
     def changes(self, reminder_id: int) -> list[tuple[int, str]]:
         """Return the changes recorded for a reminder, oldest first: (at, what)."""
@@ -343,10 +375,12 @@ class Store:
 
     def browse(
         self, state: BrowseState, search: str | None, before: int | None, limit: int, now: int
-    ) -> tuple[list[ReminderView], int | None]:
+    ) -> tuple[list[ReminderView], int | None, bool]:
         """Return a page of reminders in `state`, newest id first, with ids below `before`
-        (None: from the newest), and the `before` of the next page (None: this is the last).
-        `search` matches part of the subject, key or a target address, case-insensitively."""
+        (None: from the newest), the `before` of the next page (None: this is the last), and
+        whether a search stopped at its window before the page was full (search_sql.py).
+        `search` matches part of what the list shows (subject, key, a target's shown address:
+        never a secret), case-insensitively (ASCII)."""
         return self._read(
             lambda run: dashboard_sql.browse(run, self.dialect, state, search, before, limit, now),
             "listing reminders",
@@ -401,7 +435,13 @@ class Store:
         retries of the re-armed fire are folded into it (the row now delivers them), and a row
         with one of them leased by a tick is skipped like a leased row.
         """
-        return self._write(lambda run: ops_sql.retry_dead(run, self.dialect, ids, now), "retry")
+
+        def retry(run: Run) -> list[Change]:
+            changes = ops_sql.retry_dead(run, self.dialect, ids, now)
+            self._due(run, now)  # re-armed fires are due at once
+            return changes
+
+        return self._write(retry, "retry")
 
     def enable_targets(self, ids: Sequence[int], now: int) -> list[Change]:
         """Switch disabled targets of these reminders back on; a reminder with none is skipped

@@ -1,13 +1,14 @@
 """Zone rules changes, written once for every dialect: find the pending fires an older tz
-release computed, lease them as a claim does, write them back computed again (fenced by the
-lease, as a tick's commit is), record each moved fire, and keep the queue's newest release.
+release computed, compute them again and write them back in one short transaction per small
+batch (rows a tick leases or another transaction locks are skipped, never waited for or held),
+record each moved fire, and keep the queue's newest release.
 
 Every read walks reminders_release (fire_release, id) WHERE next_fire_at IS NOT NULL from its
 start: a release compares as text, which orders IANA releases of one length of letters
 (2025b < 2026a < 2026f), and '' (unknown: stored before releases were recorded) comes first.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 from duequeue.store.records import FireMove, Refire, StaleFire
@@ -35,12 +36,13 @@ _READ = f"""SELECT {_COLUMNS} FROM reminders
     WHERE fire_release < :release AND next_fire_at IS NOT NULL AND id > :after
     ORDER BY id LIMIT :limit"""
 
-# Fencing: a row a tick holds is left to that tick (its commit writes the next fire with the
-# release that tick reads); the pass takes it on a later tick.
+# The rows are locked by the transaction that computed them (recompute()): nobody changed them
+# since. Any lease on them had ended; it is cleared, so a tick that held one and answers late
+# has its write-back refused (its fire is no longer the row's).
 _REFIRE = """UPDATE reminders SET dtstart = :dtstart, fire_at = :fire, next_fire_at = :next,
         start_wall = :start_wall, after_wall = :after_wall, fire_release = :release,
         lease_owner = NULL, lease_until = NULL, updated_at = :now
-    WHERE id = :id AND lease_owner = :owner
+    WHERE id = :id AND fire_release < :release
     RETURNING id"""
 
 _MOVE = """INSERT INTO fire_moves
@@ -56,23 +58,67 @@ _SET_META = """INSERT INTO queue_meta (name, value) VALUES ('tz_release', :relea
         > (substr(queue_meta.value, 1, 4), length(queue_meta.value), queue_meta.value)"""
 
 
-def lease(
-    run: Run, d: Dialect, release: str, now: int, limit: int, lease_ms: int, owner: str
-) -> list[StaleFire]:
-    """Lease up to `limit` stale rows nobody holds; see Store.lease_stale."""
-    due = f"""SELECT id FROM reminders
-        WHERE fire_release < :release AND next_fire_at IS NOT NULL
-          AND (lease_until IS NULL OR lease_until < :now)
-        ORDER BY fire_release, id LIMIT :limit {d.skip_locked}"""
-    rows = run(
-        d.sql(
-            f"""UPDATE reminders SET lease_owner = :owner, lease_until = :until
-                WHERE {d.in_select("id", due)}
-                RETURNING {_COLUMNS}"""
-        ),
-        {"release": release, "now": now, "limit": limit, "owner": owner, "until": now + lease_ms},
+def stale_batch(d: Dialect) -> str:
+    """Return the statement that takes a batch of stale rows (its plan: an index walk of
+    reminders_release, benchmarks/catch_up_plan.py)."""
+    # Skip locked, never wait: a row a claim or another pass is taking right now is theirs.
+    # The rows taken stay locked only until the transaction ends, milliseconds later.
+    return d.sql(
+        f"""SELECT {_COLUMNS} FROM reminders
+            WHERE fire_release < :release AND next_fire_at IS NOT NULL
+              AND (lease_until IS NULL OR lease_until < :now)
+            ORDER BY fire_release, id LIMIT :limit {d.skip_locked}"""
     )
-    return sorted((_stale(r) for r in rows), key=lambda s: s.reminder_id)
+
+
+def recompute(
+    run: Run,
+    d: Dialect,
+    release: str,
+    now: int,
+    limit: int,
+    compute: Callable[[list[StaleFire]], list[Refire]],
+) -> tuple[list[Refire], int]:
+    """Compute again up to `limit` stale rows nobody holds, in the caller's transaction; see
+    Store.recompute_stale."""
+    rows = run(stale_batch(d), {"release": release, "now": now, "limit": limit})
+    if not rows:
+        return [], 0
+    refires = compute([_stale(r) for r in rows])
+    written = {
+        int(r[0])
+        for r in run.many(
+            d.sql(_REFIRE),
+            [
+                {
+                    "id": f.reminder_id,
+                    "dtstart": f.dtstart,
+                    "fire": f.fire_at,
+                    "next": f.next_fire_at,
+                    "start_wall": f.start_wall,
+                    "after_wall": f.after_wall,
+                    "release": release,
+                    "now": now,
+                }
+                for f in refires
+            ],
+        )
+    }
+    moved = [
+        {
+            "id": f.reminder_id,
+            "old": f.old_fire_at,
+            "new": f.fire_at,
+            "old_release": f.old_release,
+            "release": release,
+            "now": now,
+        }
+        for f in refires
+        if f.reminder_id in written and f.fire_at != f.old_fire_at
+    ]
+    run.many(d.sql(_MOVE), moved)
+    raise_queue_release(run, d, release)
+    return [f for f in refires if f.reminder_id in written], len(moved)
 
 
 def stale_zones(run: Run, d: Dialect, release: str) -> list[tuple[str, str, str | None]]:
@@ -123,50 +169,6 @@ def read(run: Run, d: Dialect, release: str, after_id: int, limit: int) -> list[
     """Return stale rows past `after_id`, leasing nothing; see Store.read_stale."""
     rows = run(d.sql(_READ), {"release": release, "after": after_id, "limit": limit})
     return [_stale(r) for r in rows]
-
-
-def refire(
-    run: Run, d: Dialect, owner: str, release: str, now: int, refires: Sequence[Refire]
-) -> int:
-    """Write back computed rows under the lease, record the moves; see Store.refire."""
-    if refires:
-        written = {
-            int(r[0])
-            for r in run.many(
-                d.sql(_REFIRE),
-                [
-                    {
-                        "id": f.reminder_id,
-                        "dtstart": f.dtstart,
-                        "fire": f.fire_at,
-                        "next": f.next_fire_at,
-                        "start_wall": f.start_wall,
-                        "after_wall": f.after_wall,
-                        "release": release,
-                        "owner": owner,
-                        "now": now,
-                    }
-                    for f in refires
-                ],
-            )
-        }
-    else:
-        written = set()
-    moved = [
-        {
-            "id": f.reminder_id,
-            "old": f.old_fire_at,
-            "new": f.fire_at,
-            "old_release": f.old_release,
-            "release": release,
-            "now": now,
-        }
-        for f in refires
-        if f.reminder_id in written and f.fire_at != f.old_fire_at
-    ]
-    run.many(d.sql(_MOVE), moved)
-    raise_queue_release(run, d, release)
-    return len(moved)
 
 
 def raise_queue_release(run: Run, d: Dialect, release: str) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
+from duequeue.api import jsonforms
 from duequeue.api.queue import Queue
 from duequeue.api.results import Change
 from duequeue.errors import BadInputError, NotFoundError
@@ -123,8 +124,9 @@ async def list_reminders(request: web.Request) -> web.Response:
     )
     return _json(
         {
-            "reminders": [jsonout.reminder(r) for r in page.reminders],
+            "reminders": [jsonforms.reminder(r) for r in page.reminders],
             "next_before": page.next_before,
+            "partial": page.partial,
         }
     )
 
@@ -134,7 +136,8 @@ async def get_reminder(request: web.Request) -> web.Response:
 
     def work(q: Queue) -> dict[str, Any]:
         found = q.history(rid).reminder
-        return {**jsonout.reminder(found), "next_fires": jsonout.fires(q.next_fires(rid, 5))}
+        upcoming = q.next_fires(rid, 5).fires
+        return {**jsonforms.reminder(found), "next_fires": jsonforms.fires(upcoming)}
 
     return _json(await request.app[QUEUES].call(work))
 
@@ -142,12 +145,12 @@ async def get_reminder(request: web.Request) -> web.Response:
 async def get_history(request: web.Request) -> web.Response:
     rid = _reminder_id(request)
     found = await request.app[QUEUES].call(lambda q: q.history(rid))
-    return _json(jsonout.history(found))
+    return _json(jsonforms.history(found))
 
 
 async def get_stats(request: web.Request) -> web.Response:
     found = await request.app[QUEUES].call(lambda q: q.stats())
-    return _json(jsonout.stats(found))
+    return _json(jsonforms.stats(found))
 
 
 def _changes(found: list[Change]) -> web.Response:

@@ -48,6 +48,7 @@ input,select{font:inherit;padding:.25em .4em}
 .error{background:#fff;border-left:4px solid #b42318;padding:.5em .8em}
 .pager{display:flex;gap:1em;margin:.5em 0 1em}
 code{background:#eef1f4;padding:0 .25em;border-radius:3px}
+pre.sends{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;font-size:.95em}
 """
 
 
@@ -147,4 +148,15 @@ def post_button(
     return (
         f'<form class="inline" method="post" action="{h(action)}">{hidden("csrf", csrf)}{extra}'
         f'<button type="submit"{cls}>{h(label)}</button></form>'
+    )
+
+
+def status(label: str) -> str:
+    """Return a reminder's status (`Reminder.status`: `done, 1 dead letter`) as labels: its
+    state, `retrying`, and its open dead letters in the dead colour."""
+    return " ".join(
+        state(part)
+        if i == 0 or part == "retrying"
+        else f'<span class="state dead">{h(part)}</span>'
+        for i, part in enumerate(label.split(", "))
     )

@@ -40,32 +40,46 @@ _TARGET = _obj(
         "has_secret": {"type": "boolean"},
     }
 )
+_NUM = {"type": ["number", "null"]}
+# The one JSON form of a reminder (api/jsonforms.py), as `inspect --json` prints it.
 _REMINDER = _obj(
     {
         "id": _INT,
         "key": _NS,
         "subject": _S,
-        "state": {"enum": ["pending", "done", "dead", "cancelled"]},
+        "body": _S,
+        "data": {"description": "the JSON value it sends, secret-looking keys masked; null: none"},
         "targets": {"type": "array", "items": _ref("Target")},
         "rrule": _NS,
         "cron": _NS,
         "tz": _S,
+        "state": {"enum": ["pending", "done", "dead", "cancelled"]},
+        "dead": {"type": "boolean", "description": "it has a dead letter awaiting retry"},
+        "dead_letters": {**_INT, "description": "its dead letters awaiting retry"},
         "fire_at": _TIME,
         "next_fire_at": _TIME,
         "error_count": _INT,
         "last_error": _NS,
         "last_fired_at": _TIME,
         "last_sent_at": _TIME,
+        "last_lateness_s": _NUM,
         "skipped_fires": _INT,
-        "created_at": {"type": "string", "format": "date-time"},
+        "dead_fire_at": _TIME,
         "dead_at": _TIME,
+        "created_at": {"type": "string", "format": "date-time"},
+        "local_fire_at": _NS,
+        "start_wall": _NS,
+        "fire_release": _NS,
     }
 )
 _ADD = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "at": {**_S, "description": "ISO 8601, +15m, now, or a local time read in tz"},
+        "at": {
+            **_S,
+            "description": "ISO 8601, +15m, now, a local time in tz, tomorrow 9am, in 2 hours",
+        },
         "tz": {**_S, "description": "IANA zone"},
         "rrule": _S,
         "cron": _S,
@@ -96,29 +110,33 @@ _CHANGES = _obj(
         }
     }
 )
+_SENT_FAILED = _obj({"sent": _INT, "failed": _INT})
+# `stats --json`'s object (api/jsonforms.py).
 _STATS = _obj(
     {
+        "at": {"type": "string", "format": "date-time"},
+        "reminders": _obj({k: _INT for k in ("pending", "done", "dead", "cancelled")}),
         **{
             k: _INT
             for k in (
-                "pending",
-                "done",
-                "dead",
-                "cancelled",
                 "due",
                 "retrying",
                 "leased",
                 "dead_letters",
+                "dead_reminders",
                 "retrying_targets",
                 "disabled_targets",
-                "sent_last_hour",
-                "failed_last_hour",
-                "sent_last_day",
-                "failed_last_day",
+                "moved_fires",
             )
         },
-        "at": {"type": "string", "format": "date-time"},
         "oldest_due_at": _TIME,
+        "oldest_due_lateness_s": _NUM,
+        "deliveries": _obj({"last_hour": _SENT_FAILED, "last_day": _SENT_FAILED}),
+        "last_successful_tick": _TIME,
+        "hosts": {
+            "type": "array",
+            "items": _obj({"host": _S, "last_tick": _TIME, "clock_offset_s": _NUM}),
+        },
     }
 )
 _HISTORY = _obj(
@@ -158,6 +176,19 @@ _HISTORY = _obj(
                     "error_count": _INT,
                     "last_error": _NS,
                     "next_try_at": _TIME,
+                }
+            ),
+        },
+        "changes": {"type": "array", "items": _obj({"at": _TIME, "change": _S})},
+        "moved_fires": {
+            "type": "array",
+            "items": _obj(
+                {
+                    "old_fire_at": _TIME,
+                    "new_fire_at": _TIME,
+                    "old_release": _S,
+                    "new_release": _S,
+                    "moved_at": _TIME,
                 }
             ),
         },
@@ -250,7 +281,14 @@ def document(read_only: bool) -> dict[str, Any]:
                 "summary": "List reminders, newest first (keyset pages)",
                 "parameters": [
                     {"name": "state", "in": "query", "schema": {"enum": _STATES}},
-                    {"name": "search", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "search",
+                        "in": "query",
+                        "description": "part of the subject, key or a target's address as "
+                        "shown (secrets masked, never searched); at most 20,000 reminders "
+                        "are read a page (see `partial`)",
+                        "schema": {"type": "string"},
+                    },
                     {
                         "name": "before",
                         "in": "query",
@@ -268,6 +306,9 @@ def document(read_only: bool) -> dict[str, Any]:
                             {
                                 "reminders": {"type": "array", "items": _ref("Reminder")},
                                 "next_before": {"type": ["integer", "null"]},
+                                # A search read its window before the page was full; the
+                                # next page (next_before) goes on below what it read.
+                                "partial": {"type": "boolean"},
                             }
                         )
                     ),

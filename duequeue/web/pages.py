@@ -2,6 +2,7 @@
 the confirmation of each action and its result, login. Each handler makes one Queue call (two
 for a reminder's page: its history and its next fires), then renders html.py's parts."""
 
+import json
 from typing import Any
 
 from aiohttp import web
@@ -11,7 +12,7 @@ from duequeue.api.results import Change, History, Overview, Page, Reminder, Targ
 from duequeue.errors import BadInputError, NotFoundError
 from duequeue.web import charts, inputs, tries
 from duequeue.web.auth import DEVICE_AGE, DEVICE_COOKIE, LOGIN_COOKIE, SESSION_COOKIE, set_cookie
-from duequeue.web.html import facts, h, page, post_button, span, state, table, url, when
+from duequeue.web.html import facts, h, page, post_button, span, state, status, table, url, when
 from duequeue.web.keys import GUARD, QUEUES, THROTTLE, may_change, parse_id, role
 
 STATES = ("all", "pending", "due", "retrying", "dead", "done", "cancelled")
@@ -106,7 +107,8 @@ def render_overview(o: Overview) -> str:
         ),
         ("retrying", s.retrying, "retrying", False),
         ("targets retrying on their own", s.retrying_targets, None, False),
-        ("dead letters", s.dead_letters, "dead", s.dead_letters > 0),
+        # The reminders the dead list shows (those marked dead in every view), not their fires.
+        ("dead (reminders with a dead letter)", s.dead_reminders, "dead", s.dead_reminders > 0),
         ("disabled targets (410)", s.disabled_targets, None, s.disabled_targets > 0),
         ("cancelled", s.cancelled, "cancelled", False),
         ("done", s.done, "done", False),
@@ -123,6 +125,11 @@ def render_overview(o: Overview) -> str:
         [
             ("max lateness of the last ticks (first attempts, 15 min)", h(span(o.max_lateness))),
             ("oldest due row waiting", h(span(s.oldest_due_lateness))),
+            (
+                "dead letters: fires awaiting retry",
+                f"{s.dead_letters} on {s.dead_reminders} reminder"
+                + ("" if s.dead_reminders == 1 else "s"),
+            ),
             ("sent / failed, last hour", f"{s.sent_last_hour} / {s.failed_last_hour}"),
             ("sent / failed, last 24 h", f"{s.sent_last_day} / {s.failed_last_day}"),
             ("rows a tick holds now", str(s.leased)),
@@ -173,6 +180,14 @@ def render_list(found: Page, st: str, search: str | None, paged: bool, read_only
         nxt = url("/reminders", state=st, search=search, before=found.next_before)
         pager.append(f'<a id="next-page" href="{h(nxt)}">Next page</a>')
     pager.append("</div>")
+    if found.partial:
+        # The search read its window (Queue.browse) before the page was full.
+        pager.insert(
+            0,
+            '<p class="note" id="partial">This search read as many reminders as one page may '
+            f"(down to id {found.next_before}) before the page was full; the next page "
+            "searches the older ones.</p>",
+        )
     retry_all = ""
     if st == "dead" and found.reminders and not read_only:
         retry_all = (
@@ -192,14 +207,12 @@ def render_list(found: Page, st: str, search: str | None, paged: bool, read_only
 
 
 def _row(r: Reminder, st: str) -> list[str]:
-    shown: str = "dead letter" if st == "dead" else r.state
-    if r.state == "pending" and r.error_count and st != "dead":
-        shown = "retrying"
+    del st  # every list shows a reminder's status the same way (Reminder.status)
     return [
         f'<a href="/reminders/{r.id}">{r.id}</a>',
         f'<a href="/reminders/{r.id}">{h(r.subject)}</a>',
         h(r.key),
-        state(shown if shown != "dead letter" else "dead letter"),
+        status(r.status),
         h(when(r.next_fire_at)),
         "<br>".join(h(f"{t.channel}: {t.display}") for t in r.targets),
         h(r.last_error),
@@ -243,6 +256,20 @@ def target_state(t: Target, found: History) -> str:
     return a.outcome
 
 
+def _body(body: str) -> str:
+    if not body:
+        return '<span class="muted" id="body">none</span>'
+    return f'<pre class="sends" id="body">{h(body)}</pre>'
+
+
+def _data(data: Any) -> str:
+    """Return a reminder's data (masked by Queue) as indented JSON, or `none`."""
+    if data is None:
+        return '<span class="muted">none</span>'
+    shown = json.dumps(data, indent=2, ensure_ascii=False)
+    return f'<pre class="sends" id="data">{h(shown)}</pre>'
+
+
 def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> str:
     r = found.reminder
     rule = f"RRULE {r.rrule}" if r.rrule else f"cron {r.cron}" if r.cron else "once"
@@ -258,8 +285,11 @@ def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> s
     about = facts(
         [
             ("subject", h(r.subject)),
+            ("body", _body(r.body)),
+            ("data (secrets masked)", _data(r.data)),
             ("key", h(r.key)),
-            ("state", state(r.state)),
+            ("state", f'<span id="status">{status(r.status)}</span>'),
+            ("dead letters awaiting retry", f'<span id="dead-letters">{r.dead_letters}</span>'),
             ("rule", h(rule)),
             ("zone", h(r.tz)),
             ("next fire", h(when(r.next_fire_at))),

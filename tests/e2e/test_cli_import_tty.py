@@ -47,4 +47,7 @@ def test_a_progress_bar_is_drawn_only_when_stderr_is_a_terminal(tmp_path: Path) 
     assert b"checking" in err
     assert b"writing" in err
     code, out, err = _run_import(tmp_path / "pipe.db", f, stderr_on_a_terminal=False)
-    assert (code, out, err) == (0, "imported 50, skipped 0 existing keys\n", b"")
+    assert (code, out) == (0, "imported 50, skipped 0 existing keys\n")
+    # No bar in a pipe: stderr holds only the note that the import made the database.
+    assert err.decode().startswith("duequeue: note: created a new database ")
+    assert err.count(b"\n") == 1

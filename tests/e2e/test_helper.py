@@ -267,8 +267,10 @@ def test_a_helper_killed_mid_tick_is_taken_over_by_the_tick(
     started: list[HelperRunner] = []
     start = HelperRunner.start
 
-    def watched(db: str, busy_timeout_s: float, fallback: ThreadRunner) -> HelperRunner | None:
-        runner = start(db, busy_timeout_s, fallback)
+    def watched(
+        db: str, busy_timeout_s: float, fallback: ThreadRunner, *, until: float | None = None
+    ) -> HelperRunner | None:
+        runner = start(db, busy_timeout_s, fallback, until=until)
         assert runner is not None
         started.append(runner)
         return runner

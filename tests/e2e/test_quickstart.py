@@ -65,9 +65,11 @@ def test_the_quick_start_delivers_a_signed_webhook(tmp_path: Path) -> None:
 
     assert run.returncode == 0, run.stderr
     out = run.stdout.splitlines()
-    assert out[0] == "1"  # add's id
-    assert out[1].startswith("tick: claimed 1: sent 1, ")
-    assert "deliveries 1 sent, 0 failed" in out[1]
+    assert out[0] == f"database {tmp_path / 'quickstart.db'}: created"  # init
+    assert out[1] == "1"  # add's id
+    assert out[2].startswith("tick: claimed 1: sent 1, ")
+    assert "deliveries 1 sent, 0 failed" in out[2]
+    assert "note: created a new database" not in run.stderr  # init made it
     assert out[-1] == "all checks passed"  # doctor
     assert "POST /\n" in received
     assert re.search(r"^webhook-id: dq_1_\d+_1$", received, re.M)

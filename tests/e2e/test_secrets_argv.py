@@ -21,6 +21,7 @@ def _cmdline_once_running(proc: subprocess.Popen[str]) -> str:
 
 
 def test_the_token_of_a_notify_file_is_not_in_the_process_list(db_path: Path) -> None:
+    assert run_cli(db_path, "init").returncode == 0
     proc = subprocess.Popen(
         cli_args("add", "--at", "+1h", "--notify-file", "-"),
         env=cli_env(db_path),

@@ -56,7 +56,7 @@ def test_add_then_read_it_back_over_http(db: Db) -> None:
         history = s.fetch("GET", f"/api/v1/reminders/{rid}/history").json()
         assert history["attempts"] == [] and history["dead_letters"] == []
         stats = s.fetch("GET", "/api/v1/stats").json()
-        assert stats["pending"] == 1
+        assert stats["reminders"]["pending"] == 1
         metrics = s.fetch("GET", "/metrics")
         assert metrics.status == 200 and "duequeue_reminders" in metrics.text
         assert s.stop() == 0  # SIGTERM: a clean stop
@@ -94,7 +94,7 @@ def test_bad_input_is_a_400_problem_naming_the_field_and_writes_nothing(db: Db) 
             problem = r.json()
             assert field in problem["fields"], (body, problem)
             assert problem["status"] == 400 and problem["detail"]
-        assert s.fetch("GET", "/api/v1/stats").json()["pending"] == 0
+        assert s.fetch("GET", "/api/v1/stats").json()["reminders"]["pending"] == 0
         not_json = s.fetch("POST", "/api/v1/reminders", data=b"{", headers=JSON)
         assert not_json.status == 400 and not_json.json()["field"] == "body"
         form = s.fetch("POST", "/api/v1/reminders", data={"at": "+1h"})
@@ -331,7 +331,7 @@ def test_a_key_held_with_other_content_is_a_409_naming_the_reminder(db: Db) -> N
         same = s.fetch("POST", "/api/v1/reminders", json_body=first, headers=key)
         assert same.status == 200
         assert same.json()["id"] == rid and same.json()["created"] is False
-        assert s.fetch("GET", "/api/v1/stats").json()["pending"] == 1
+        assert s.fetch("GET", "/api/v1/stats").json()["reminders"]["pending"] == 1
         spec = s.fetch("GET", "/api/v1/openapi.json").json()
         assert "409" in spec["paths"]["/api/v1/reminders"]["post"]["responses"]
     assert s.stop() == 0

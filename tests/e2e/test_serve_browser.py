@@ -57,6 +57,9 @@ def _count(driver: "WebDriver", card: str) -> int:
     return int(driver.find_element(By.CSS_SELECTOR, f"#count-{card} .n").text)
 
 
+API_TOKEN = "tok-9f8e7d6c5b4a3210"
+
+
 def _seed(db: Path, http: HttpSink, tmp_path: Path) -> int:
     """Make a queue a person would look at: deliveries in the ledger, a dead letter, rows due
     over the next day, and 10^4 reminders in all. Return the dead reminder's id."""
@@ -75,6 +78,8 @@ def _seed(db: Path, http: HttpSink, tmp_path: Path) -> int:
                 f"Standup {i}")  # fmt: skip
     add = run_cli(db, "add", "--at", "now", "--webhook", http.url("/gone"),
                   "--email", "ops@example.com", "--subject", "Renew <b>TLS</b> certificate",
+                  "--body", "The certificate of billing.example.com expires on Friday.",
+                  "--data", '{"domain": "billing.example.com", "api_token": "' + API_TOKEN + '"}',
                   "--key", "cert-renewal")  # fmt: skip
     dead = int(add.stdout.strip())
     run_cli(db, "add", "--at", "+1h", "--cron", "0 9 * * 1-5", "--tz", "Europe/Paris",
@@ -126,6 +131,9 @@ def test_a_person_finds_a_dead_letter_retries_it_and_pages_through(
             wait.until(ec.url_matches(f"/reminders/{dead}$"))
             page = b.page_source
             assert "awaiting retry" in page and "no such invoice" in page
+            # What it sends, its data's token masked.
+            assert "expires on Friday" in page and '"api_token": "****"' in page
+            assert API_TOKEN not in page
             _shot(b, "reminder.png", tmp_path)
 
             # Retry it, confirmed on a page of its own.

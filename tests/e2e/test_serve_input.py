@@ -46,7 +46,7 @@ def test_json_nested_past_the_bound_is_a_400_naming_the_body(db: Db) -> None:
         assert "at most 64 levels" in r.json()["detail"]
         ok = {**ADD, "data": json.loads("[" * 64 + "]" * 64)}
         assert s.fetch("POST", "/api/v1/reminders", json_body=ok).status == 201
-        assert s.fetch("GET", "/api/v1/stats").json()["pending"] == 1
+        assert s.fetch("GET", "/api/v1/stats").json()["reminders"]["pending"] == 1
     _clean(s)
 
 

@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_shipped_files import CONFIG, DATA, VENV, Install, install  # noqa: F401
+from tests.e2e.test_shipped_files import (  # noqa: F401
+    CONFIG,
+    DATA,
+    VENV,
+    Install,
+    init_database,
+    install,
+)
 from tests.procs import LIMIT_S, ROOT
 from tests.webserver import fetch
 
@@ -56,6 +63,7 @@ def test_the_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
 
 def test_the_units_serve_answers_and_stops_on_sigterm(install: Install) -> None:  # noqa: F811
     install.config.write_text("")  # README's step 3 makes it; no setting serve needs
+    init_database(install)  # step 4: serve, like the ticks, refuses a missing database
     [exec_start] = _values("ExecStart")
     env = {k: install.localize(v) for k, v in (e.split("=", 1) for e in _values("Environment"))}
     env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -68,7 +76,7 @@ def test_the_units_serve_answers_and_stops_on_sigterm(install: Install) -> None:
         found = re.search(r"listening on (http://127\.0\.0\.1:\d+)/", line)
         assert found, line
         stats = fetch("GET", found.group(1) + "/api/v1/stats")
-        assert stats.status == 200 and stats.json()["pending"] == 0
+        assert stats.status == 200 and stats.json()["reminders"]["pending"] == 0
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(LIMIT_S) == 0
     finally:

@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from duequeue.api.results import Target
+from duequeue.cli.output import reason_first
 from duequeue.cli.table import render
 from tests.clirunner import Cli
 from tests.procs import LIMIT_S, cli_args, cli_env, run_cli
+from tests.servers import free_port
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
 LONG_HOOK = "https://hooks.example.com/" + "very/long/path/" * 4
@@ -188,3 +191,80 @@ def test_inspect_limit_says_when_rows_were_left_out(cli: Cli) -> None:
     assert r.err == "duequeue: showing the first 1; more reminders match (raise --limit)\n"
     exact = cli("inspect", "--all", "--limit", "2")
     assert (exact.code, exact.err) == (0, "")
+
+
+def _dead_standup(db_path: Path) -> tuple[Cli, str]:
+    """Return a queue whose one reminder died on a webhook nothing listens on, and that URL."""
+    cli = Cli(db_path, T0)
+    hook = f"http://127.0.0.1:{free_port()}/standup"
+    cli.add("--at", "now", "--webhook", hook, "--subject", "standup")
+    for minutes in (0, 1, 5):
+        cli.advance(minutes=minutes)
+        assert cli.tick()["deliveries_failed"] == 1
+    return cli, hook
+
+
+def test_the_dead_view_on_an_80_column_terminal_shows_the_reason_first(db_path: Path) -> None:
+    _dead_standup(db_path)
+    lines = _on_a_pty(db_path, "inspect")
+    header, row, note = lines
+    assert header.split() == ["id", "subject", "targets", "fire", "last", "error"]
+    assert max(len(line) for line in lines) <= 80
+    # Before: `webhook http://12…`, the target again and the reason cut off.
+    last_error = row[header.index("last error") :]
+    assert last_error.startswith("connection refused (w"), row
+    assert note.startswith("(5 columns left out: rule, state, local, late, errors;")
+
+
+def test_a_piped_dead_view_carries_the_reason_first_whole(db_path: Path) -> None:
+    _, hook = _dead_standup(db_path)
+    r = run_cli(db_path, "inspect")
+    header, row = (line.split("\t") for line in r.stdout.splitlines())
+    assert row[header.index("last error")] == f"connection refused (webhook {hook})"
+    # The JSON keeps the text as stored: scripts reading it see no change.
+    js = run_cli(db_path, "inspect", "--json")
+    assert '"last_error": "webhook ' + hook + ': connection refused"' in js.stdout
+
+
+def test_history_puts_the_reason_first_in_its_dead_letters(db_path: Path) -> None:
+    cli, _ = _dead_standup(db_path)
+    out = cli("history", "1", env={"DUEQUEUE_FORCE_TTY": "80"}).out
+    dead = out.split("dead letters\n", 1)[1].splitlines()
+    assert dead[1][dead[0].index("last error") :].startswith("connection refused (webhook")
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        ("webhook https://h.example/a: HTTP 503", "HTTP 503 (webhook https://h.example/a)"),
+        (
+            "partial: email ann@example.com: 550 no such user; webhook https://h.example/a: "
+            "HTTP 500: oops; retry later",
+            "partial: 550 no such user (email ann@example.com); "
+            "HTTP 500: oops; retry later (webhook https://h.example/a)",
+        ),
+        # A text of another form (a broken rule, a cut tail) is shown as stored.
+        ("RRULE has no further fire", "RRULE has no further fire"),
+        ("email bob@example.com: timed out", "email bob@example.com: timed out"),
+    ],
+)
+def test_reason_first_turns_each_failed_target_around(stored: str, shown: str) -> None:
+    targets = (
+        Target(1, "email", "ann@example.com", "ann@example.com"),
+        Target(2, "webhook", "https://h.example/a", "https://h.example/a"),
+    )
+    assert reason_first(stored, targets) == shown
+
+
+def test_a_cut_last_column_keeps_its_room_until_the_others_are_narrow() -> None:
+    rows = [("1", "s" * 40, "a reason worth reading in full here")]
+    table = render(
+        ("id", "subject", "last error"),
+        rows,
+        60,
+        shorten=("subject", "last error"),
+        cut_last=("last error",),
+    )
+    line = table.text.splitlines()[1]
+    assert line.endswith("a reason worth reading in full here")
+    assert len(line) <= 60

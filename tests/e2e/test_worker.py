@@ -96,6 +96,39 @@ def test_the_worker_delivers_what_becomes_due(db: Db) -> None:
     assert json.loads(req.body)["data"]["reminder_id"] == rid
 
 
+def test_on_postgresql_the_worker_wakes_for_what_is_added_between_polls(pg_url: str) -> None:
+    """LISTEN/NOTIFY: a reminder added due now is delivered long before the next poll (an
+    hour away), by the same worker; so is one re-armed by `retry` and one imported."""
+    with HttpSink() as http:
+        http.respond("/once-dead", Reply(404), Reply(200))
+        assert Cli(pg_url, datetime.now(UTC))("init").code == 0
+        worker = Running(pg_url, "--every", "1h")
+        assert "claimed 0" in worker.wait_for(" tick: ")  # the first tick; the next in an hour
+        cli = Cli(pg_url, datetime.now(UTC))
+        rid = cli.add("--at", "now", "--webhook", http.url("/added"))
+        assert "sent 1" in worker.wait_for(" tick: ")
+        assert json.loads(http.requests_for("/added")[0].body)["data"]["reminder_id"] == rid
+        dead = cli.add("--at", "now", "--webhook", http.url("/once-dead"))
+        assert "dead 1" in worker.wait_for(" tick: ")
+        assert run_cli(Path("unused"), "--db", pg_url, "retry", str(dead)).returncode == 0
+        assert "sent 1" in worker.wait_for(" tick: ")
+        line = {"at": "now", "subject": "imported", "webhooks": [http.url("/imported")]}
+        lines = json.dumps(line)
+        r = subprocess.run(
+            [sys.executable, "-m", "duequeue", "--db", pg_url, "import", "-"],
+            input=lines + "\n",
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=WAIT,
+            check=False,
+        )
+        assert r.returncode == 0, r.stderr
+        assert "sent 1" in worker.wait_for(" tick: ")
+        assert len(http.requests_for("/imported")) == 1
+        assert worker.stop(signal.SIGTERM) == 0
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_during_a_delivery_ends_the_worker_after_that_tick(db: Db, signum: int) -> None:
     with HttpSink() as http:
@@ -132,3 +165,21 @@ def test_a_bad_interval_exits_2(db: Db) -> None:
     r = Cli(db, datetime.now(UTC))("worker", "--every", "often")
     assert r.code == 2
     assert r.err.startswith("duequeue: error: --every: invalid duration")
+
+
+def test_idle_ticks_are_not_logged_between_the_first_tick_and_one_that_did_something(
+    db: Db,
+) -> None:
+    with HttpSink() as http:
+        assert Cli(db, datetime.now(UTC))("init").code == 0
+        worker = Running(db, "--every", "1s")
+        assert "worker: ticking every 1s" in worker.wait_for("worker:")
+        first = worker.wait_for(" tick: ")
+        assert "claimed 0" in first
+        # Decided by events, not by how fast the machine is: the worker ticks idle for as long
+        # as the add takes, then finds the reminder (on PostgreSQL it is woken for it).
+        Cli(db, datetime.now(UTC)).add("--at", "now", "--webhook", http.url("/w"))
+        sent = worker.wait_for(" tick: ")
+        assert "claimed 1: sent 1" in sent  # the next line logged: no idle tick in between
+        assert worker.stop(signal.SIGTERM) == 0
+    assert worker.seen == [worker.seen[0], first, sent]

@@ -41,6 +41,18 @@ def queue(db: Db) -> Iterator[Queue]:
         yield q
 
 
+def made_note(queue: Queue) -> str:
+    """The note of the call that made the database (issue 33, item 1)."""
+    if "://" in queue.settings.db:
+        made, kind = f"created duequeue's tables in {queue.location}", "URL"
+    else:
+        made, kind = f"created a new database {queue.location}", "path"
+    return (
+        f"note: {made} (the {kind} given); if that is not the database your ticks run on, "
+        "nothing added here is sent"
+    )
+
+
 def test_add_of_a_live_key_with_other_content_raises_and_a_cancelled_one_frees_it(
     queue: Queue,
 ) -> None:
@@ -80,7 +92,7 @@ def test_add_tick_inspect_history_and_stats(queue: Queue, http: HttpSink) -> Non
             data={"room": 4},
             key="standup-1",
         )
-        assert added.created and added.notes == ()
+        assert added.created and added.notes == (made_note(queue),)
         again = queue.add(
             at="+1m",
             webhooks=[http.url("/r")],
@@ -235,7 +247,7 @@ def test_unknown_ids_and_bad_arguments_name_their_field(queue: Queue) -> None:
         (lambda: queue.enable(), "ids"),
         (lambda: queue.retry(), "ids"),
         (lambda: queue.retry(1, all_dead=True), "ids"),
-        (lambda: queue.inspect("old"), "view"),  # type: ignore[arg-type]
+        (lambda: queue.inspect("old"), "state"),  # type: ignore[arg-type]
         (lambda: queue.inspect(limit=0), "limit"),
         (lambda: queue.tick(limit=0), "limit"),
         (lambda: queue.next_fires(1, count=0), "count"),
@@ -354,6 +366,7 @@ def test_import_lines_checks_every_line_first_and_reports_progress(queue: Queue)
         listed = queue.inspect("all")
     assert (result.lines, result.imported, result.skipped) == (2, 2, 0)
     assert result.notes == (
+        made_note(queue),
         "note: field 'webhook' is read as 'webhooks', its name in Queue.add; rename it, "
         "the old name may go",
     )
@@ -456,3 +469,19 @@ def test_a_queue_reopens_after_close(db_path: Path) -> None:
     q.close()
     assert len(q.inspect("all")) == 1
     q.close()
+
+
+def test_inspect_and_browse_name_their_filter_state_and_view_still_works_with_a_warning(
+    queue: Queue,
+) -> None:
+    with freeze_time(T0):
+        added = queue.add(at="+1h", webhooks=["https://hooks.example.com/r"])
+        assert [r.id for r in queue.inspect(state="pending")] == [added.id]
+        assert [r.id for r in queue.browse(state="pending").reminders] == [added.id]
+        assert [r.id for r in queue.inspect("pending")] == [added.id]  # positional, as before
+        with pytest.warns(DeprecationWarning, match=r"inspect\(view=\.\.\.\) is deprecated"):
+            assert [r.id for r in queue.inspect(view="pending")] == [added.id]
+        with pytest.warns(DeprecationWarning), pytest.raises(BadInputError) as both:
+            queue.inspect(state="dead", view="pending")
+        assert both.value.field == "view"
+        assert queue.inspect() == []  # the default is still the dead letters

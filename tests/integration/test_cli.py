@@ -32,8 +32,10 @@ def rows(db_path: Path) -> int:
 
 def test_add_prints_the_new_id_alone(cli: Cli) -> None:
     r = cli("add", "--at", "+15m", "--webhook", HOOK)
-    assert (r.code, r.out, r.err) == (0, "1\n", "")
-    assert cli("add", "--at", "+15m", "--webhook", HOOK).out == "2\n"
+    assert (r.code, r.out) == (0, "1\n")
+    assert r.err.startswith("duequeue: note: created a new database ")  # no init made it
+    again = cli("add", "--at", "+15m", "--webhook", HOOK)
+    assert (again.out, again.err) == ("2\n", "")
 
 
 def test_add_with_an_existing_key_adds_nothing_and_prints_the_existing_id(
@@ -204,6 +206,7 @@ def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
         "lost",
         "errors",
         "stopped_by",
+        "alert_error",
     }
     assert summary["max_lateness_s"] is None
     assert summary["errors"] == []
@@ -231,20 +234,36 @@ def test_inspect_json_has_the_documented_keys(cli: Cli) -> None:
         "id": rid,
         "key": "k1",
         "subject": "standup",
+        "body": "",
+        "data": None,
         "targets": [
-            {"channel": "email", "address": "a@example.com", "disabled_at": None},
-            {"channel": "webhook", "address": HOOK, "disabled_at": None},
+            {
+                "id": 1,
+                "channel": "email",
+                "address": "a@example.com",
+                "disabled_at": None,
+                "has_secret": False,
+            },
+            {
+                "id": 2,
+                "channel": "webhook",
+                "address": HOOK,
+                "disabled_at": None,
+                "has_secret": False,
+            },
         ],
         "rrule": "FREQ=WEEKLY;BYDAY=WE",
         "cron": None,
         "tz": "Europe/Berlin",
         "state": "pending",
         "dead": False,
+        "dead_letters": 0,
         "fire_at": "2027-01-06T08:00:00.000Z",
         "next_fire_at": "2027-01-06T08:00:00.000Z",
         "error_count": 0,
         "last_error": None,
         "last_fired_at": None,
+        "last_sent_at": None,
         "last_lateness_s": None,
         "skipped_fires": 0,
         "dead_fire_at": None,

@@ -45,13 +45,15 @@ def test_import_adds_every_line_with_the_fields_of_add(cli: Cli, tmp_path: Path)
         {"at": "+1h", "cron": "0 9 * * 1-5", "webhooks": HOOK, "key": "cron"},
         {"at": "+2h", "emails": "bob@example.com"},
     )
+    assert cli("init").code == 0
     r = cli("import", str(f))
     assert (r.code, r.out, r.err) == (0, "imported 3, skipped 0 existing keys\n", "")
     standup, weekdays, once = cli.inspect("--all")
     assert standup["rrule"] == "FREQ=WEEKLY;BYDAY=WE"
     assert standup["fire_at"] == "2027-01-06T08:00:00.000Z"
     *standup_targets, notify = standup["targets"]
-    assert standup_targets == [
+    shown = ("channel", "address", "disabled_at")
+    assert [{k: t[k] for k in shown} for t in standup_targets] == [
         {"channel": "email", "address": "ann@example.com", "disabled_at": None},
         {"channel": "webhook", "address": HOOK, "disabled_at": None},
     ]
@@ -67,6 +69,7 @@ def test_a_line_with_the_old_field_names_is_read_with_one_note(cli: Cli, tmp_pat
         {"at": "+1h", "email": "ann@example.com", "webhook": [HOOK]},
         {"at": "+2h", "webhook": HOOK},
     )
+    assert cli("init").code == 0
     r = cli("import", str(f))
     assert (r.code, r.out) == (0, "imported 2, skipped 0 existing keys\n")
     assert r.err.splitlines() == [
@@ -209,3 +212,65 @@ def test_a_line_that_is_not_utf8_is_reported(cli: Cli, db: Db, tmp_path: Path) -
     r = cli("import", str(f))
     assert (r.code, r.err) == (2, "duequeue: error: line 1: not UTF-8 text\n")
     assert reminder_count(db) == 0
+
+
+def test_a_line_whose_live_key_has_other_content_is_a_conflict_and_nothing_is_imported(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Issue 33, item 6. Before: `imported 1, skipped 2 existing keys`, exit 0, though the
+    line for 'rent' asked for another subject and `add` would have refused it."""
+    rent = cli.add("--at", "2027-01-06T09:00:00Z", "--webhook", HOOK, "--key", "rent")
+    gym = cli.add("--at", "2027-01-07T09:00:00Z", "--webhook", HOOK, "--key", "gym")
+    f = jsonl(
+        tmp_path / "r.jsonl",
+        {"at": "2027-01-06T09:00:00Z", "webhooks": [HOOK], "key": "rent", "subject": "Rent!"},
+        "",
+        {"at": "2027-01-07T09:00:00Z", "webhooks": [HOOK], "key": "gym"},  # the same: skipped
+        {"at": "+1h", "webhooks": [HOOK], "key": "new"},
+        {"at": "2027-01-08T09:00:00Z", "emails": ["a@example.com"], "key": "gym"},
+    )
+    r = cli("import", str(f))
+    assert (r.code, r.out) == (1, "")
+    assert r.err == (
+        "duequeue: error: 2 lines name a live key with other content, so nothing was "
+        f"imported: line 1: key 'rent' is reminder {rent}'s, which differs (subject); line 5: "
+        f"key 'gym' is reminder {gym}'s, which differs (time, targets) (`duequeue edit` / "
+        "`reschedule` change a reminder, `cancel` frees its key)\n"
+    )
+    assert [row["key"] for row in cli.inspect("--all")] == ["rent", "gym"]  # 'new' is not in
+
+
+def test_a_key_repeated_in_one_file_with_other_content_is_a_conflict_too(
+    cli: Cli, tmp_path: Path
+) -> None:
+    f = jsonl(
+        tmp_path / "r.jsonl",
+        {"at": "+1h", "webhooks": [HOOK], "key": "a", "body": "one"},
+        {"at": "+1h", "webhooks": [HOOK], "key": "a", "body": "one"},  # a repeat: skipped
+        {"at": "+1h", "webhooks": [HOOK], "key": "a", "body": "two"},
+    )
+    r = cli("import", str(f), "--json")
+    assert r.code == 1
+    assert "1 line names a live key with other content" in r.err
+    assert "line 3: key 'a' is reminder 1's, which differs (body)" in r.err
+    assert cli.inspect("--all") == []
+    f.write_text(f.read_text().splitlines(keepends=True)[0] * 2)
+    assert cli("import", str(f), "--json").json() == {"lines": 2, "imported": 1, "skipped": 1}
+
+
+def test_many_conflicts_are_counted_and_the_first_ten_named(cli: Cli, tmp_path: Path) -> None:
+    items = [{"at": "2027-02-01T09:00:00Z", "webhooks": [HOOK], "key": f"k{i}"} for i in range(12)]
+    assert cli("import", str(jsonl(tmp_path / "a.jsonl", *items))).code == 0
+    changed = [{**item, "subject": "other"} for item in items]
+    r = cli("import", str(jsonl(tmp_path / "b.jsonl", *changed)))
+    assert r.code == 1
+    assert r.err.startswith("duequeue: error: 12 lines name a live key with other content")
+    assert "line 10: key 'k9'" in r.err and "line 11:" not in r.err
+    assert "; and 2 more (`duequeue edit`" in r.err
+
+
+def test_a_time_from_now_is_not_compared_on_import_as_on_add(cli: Cli, tmp_path: Path) -> None:
+    f = jsonl(tmp_path / "r.jsonl", {"at": "in 2 hours", "webhooks": [HOOK], "key": "soon"})
+    assert cli("import", str(f), "--json").json()["imported"] == 1
+    cli.advance(minutes=5)
+    assert cli("import", str(f), "--json").json()["skipped"] == 1

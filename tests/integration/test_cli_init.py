@@ -82,4 +82,68 @@ def test_add_says_where_it_made_the_default_database_and_only_then(
     second = cli("add", "--at", "+1h", "--webhook", HOOK)
     assert (second.out, second.err) == ("2\n", "")
     named = Cli(tmp_path / "named.db", T0)("add", "--at", "+1h", "--webhook", HOOK)
-    assert (named.out, named.err) == ("1\n", "")  # a path the user named: no note
+    assert (named.out, named.err) == (
+        "1\n",
+        named_note(tmp_path / "named.db", "the path in DUEQUEUE_DB"),
+    )
+
+
+def named_note(path: Path, source: str) -> str:
+    return (
+        f"duequeue: note: created a new database {path} ({source}); if that is not the "
+        "database your ticks run on, nothing added here is sent\n"
+    )
+
+
+@pytest.mark.sqlite_only
+def test_add_on_a_mistyped_path_says_it_made_a_new_database_every_time_it_makes_one(
+    tmp_path: Path,
+) -> None:
+    """Issue 33, item 1: before, only the default path had a note; a typo in --db or
+    DUEQUEUE_DB silently started a new queue that no tick read."""
+    typo = tmp_path / "duequeu.db"
+    by_env = Cli(typo, T0)("add", "--at", "+1h", "--webhook", HOOK)
+    assert (by_env.code, by_env.out) == (0, "1\n")
+    assert by_env.err == named_note(typo, "the path in DUEQUEUE_DB")
+    again = Cli(typo, T0)("add", "--at", "+1h", "--webhook", HOOK)
+    assert (again.out, again.err) == ("2\n", "")  # it exists now: made once, said once
+    flagged = tmp_path / "other.db"
+    by_flag = Cli(typo, T0)("--db", str(flagged), "add", "--at", "+1h", "--webhook", HOOK)
+    assert by_flag.err == named_note(flagged, "the path given")
+    inited = tmp_path / "inited.db"
+    cli = Cli(inited, T0)
+    assert cli("init").code == 0
+    assert cli("add", "--at", "+1h", "--webhook", HOOK).err == ""  # init made it: no note
+
+
+@pytest.mark.sqlite_only
+def test_import_says_so_too_and_a_python_queue_says_it_once(tmp_path: Path) -> None:
+    from duequeue import Queue
+
+    lines = tmp_path / "in.jsonl"
+    lines.write_text('{"at": "+1h", "webhooks": ["https://hooks.example.com/r"]}\n')
+    typo = tmp_path / "typo.db"
+    r = Cli(typo, T0)("import", str(lines))
+    assert r.code == 0, r.err
+    assert named_note(typo, "the path in DUEQUEUE_DB") in r.err
+    made = tmp_path / "api.db"
+    with Queue(made) as q:
+        first = q.add(at="+1h", webhooks=[HOOK])
+        second = q.add(at="+2h", webhooks=[HOOK])
+    assert [n for n in first.notes if "created a new database" in n] == [
+        named_note(made, "the path given").removeprefix("duequeue: ").rstrip("\n")
+    ]
+    assert second.notes == ()
+
+
+@pytest.mark.sqlite_only
+def test_serve_refuses_a_missing_database_like_tick(tmp_path: Path) -> None:
+    """Before, `serve` with a typo in its unit file made an empty queue and served it."""
+    from tests.procs import run_cli
+
+    typo = tmp_path / "duequeu.db"
+    r = run_cli(typo, "serve", "--port", "0")
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"duequeue: error: database {typo} does not exist")
+    assert r.stderr.count("\n") == 1
+    assert not typo.exists()

@@ -82,7 +82,13 @@ def test_history_lists_every_attempt_and_the_dead_letter(cli: Cli, http: HttpSin
     assert hook[0] == {
         "at": "2027-01-05T08:00:00.000Z",
         "fire_at": "2027-01-05T08:00:00.000Z",
-        "target": {"channel": "webhook", "address": http.url("/flaky")},
+        "target": {
+            "id": next(t["id"] for t in h["reminder"]["targets"] if t["channel"] == "webhook"),
+            "channel": "webhook",
+            "address": http.url("/flaky"),
+            "disabled_at": None,
+            "has_secret": False,
+        },
         "outcome": "failed",
         "error": "HTTP 503",
         "attempt": 1,
@@ -175,6 +181,18 @@ def test_retry_needs_ids_or_all_dead_but_not_both(cli: Cli) -> None:
     assert (r.code, r.err) == (2, "duequeue: error: ID: no reminder with id 5\n")
 
 
+def test_retry_all_dead_with_nothing_dead_says_so_and_exits_0(cli: Cli) -> None:
+    cli.add("--at", "+1h", "--webhook", HOOK)
+    r = cli("retry", "--all-dead")
+    # Before: only `retried 0, skipped 0`.
+    assert (r.code, r.out, r.err) == (
+        0,
+        "nothing to retry: no dead fire awaits retry\nretried 0, skipped 0\n",
+        "",
+    )
+    assert cli("retry", "--all-dead", "--json").json() == {"retried": [], "skipped": []}
+
+
 def test_retry_json_reports_retried_and_skipped(cli: Cli, http: HttpSink) -> None:
     rid = dead_hook(cli, http, "/missing", status=404)
     fine = cli.add("--at", "+1h", "--webhook", HOOK)
@@ -230,8 +248,10 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
         "retrying": 0,
         "leased": 0,
         "dead_letters": 1,
+        "dead_reminders": 1,
         "retrying_targets": 0,
         "disabled_targets": 1,  # the dead one-shot's webhook answered 410 Gone
+        "oldest_due_at": "2027-01-05T08:01:00.000Z",
         "oldest_due_lateness_s": 120.0,
         "moved_fires": 0,
         "deliveries": {
@@ -286,6 +306,24 @@ def test_stats_writes_a_prometheus_textfile_a_real_parser_reads(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
     both = cli("stats", "--prometheus", str(prom), "--json")
     assert both.json()["due"] == 1
+
+
+def test_stats_prometheus_dash_writes_stdout_and_no_file(
+    cli: Cli, http: HttpSink, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dead_hook(cli, http)
+    monkeypatch.chdir(tmp_path)
+    r = cli("stats", "--prometheus", "-")
+    assert (r.code, r.err) == (0, "")
+    families = {f.name: f for f in text_string_to_metric_families(r.out)}
+    assert [s.value for s in families["duequeue_dead_letters"].samples] == [1]
+    assert r.out.endswith("\n") and not r.out.endswith("\n\n")
+    assert not (tmp_path / "-").exists()  # before: a file named `-`
+    both = cli("stats", "--prometheus", "-", "--json")
+    assert (both.code, both.out) == (2, "")
+    assert both.err == (
+        "duequeue: error: --prometheus: - writes to stdout, as --json does: choose one\n"
+    )
 
 
 def test_stats_says_no_tick_ever_succeeded_on_a_new_database(cli: Cli, tmp_path: Path) -> None:

@@ -183,3 +183,48 @@ def test_after_a_dropped_connection_a_keyed_add_is_repeated_and_a_keyless_one_is
         assert [v.id for v in store.list_view("all", NOW)] == [rid]
     finally:
         store.close()
+
+
+def test_without_pg_trgm_the_schema_applies_search_works_and_health_says_so(pg_url: str) -> None:
+    """A role that may not add extensions (no CREATE on the database) still gets the schema;
+    search reads reminder_search without the trigram index, and doctor's check says how to add
+    it."""
+    import secrets
+    from urllib.parse import quote, urlsplit
+
+    from duequeue import Queue
+
+    role = f"dq_search_{secrets.token_hex(3)}"
+    parts = urlsplit(pg_url)
+    database = parts.path[1:]
+    with admin_connect(pg_url) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"CREATE SCHEMA {role} AUTHORIZATION {role}")
+        conn.execute(f'REVOKE CREATE ON DATABASE "{database}" FROM PUBLIC')
+    url = parts._replace(
+        netloc=f"{role}@{parts.hostname}:{parts.port}",
+        query="options=" + quote(f"-csearch_path={role}"),
+    ).geturl()
+    try:
+        with Queue(url) as q:
+            rid = q.add(at="+1d", subject="Rent", webhooks=["https://a.example.com/rent"]).id
+            assert [r.id for r in q.browse(search="a.example").reminders] == [rid]
+            (check,) = [c for c in q.doctor().checks if c.name == "search index"]
+        assert check.ok and check.warning and "CREATE EXTENSION pg_trgm" in (check.fix or "")
+        with admin_connect(pg_url) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM pg_indexes WHERE indexname = 'reminder_search_trigrams' "
+                "AND schemaname = %s",
+                (role,),
+            ).fetchall()
+        assert found == []
+    finally:
+        with admin_connect(pg_url) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            conn.execute(f"DROP SCHEMA {role} CASCADE")
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+            conn.execute(f'GRANT CREATE ON DATABASE "{database}" TO PUBLIC')

@@ -56,7 +56,10 @@ def test_a_failed_target_of_a_partial_one_shot_retries_then_is_a_dead_letter_ret
     assert stats["retrying_targets"] == 1
     history = cli("history", str(rid), "--json").json()
     (pending,) = history["target_retries"]
-    assert pending["target"] == {"channel": "webhook", "address": http.url("/down")}
+    assert (pending["target"]["channel"], pending["target"]["address"]) == (
+        "webhook",
+        http.url("/down"),
+    )
     assert (pending["error_count"], pending["next_try_at"]) == (1, "2027-01-05T08:01:00.000Z")
     text = cli("history", str(rid)).out
     assert "target retries (of a partial success)" in text
@@ -81,6 +84,9 @@ def test_a_failed_target_of_a_partial_one_shot_retries_then_is_a_dead_letter_ret
     history = cli("history", str(rid), "--json").json()
     assert history["target_retries"] == []
     assert [d["error_count"] for d in history["dead_letters"]] == [3]
+    # Done, and dead in every view while the dead letter awaits retry.
+    for row in (dead, cli.row(rid), history["reminder"]):
+        assert (row["state"], row["dead"], row["dead_letters"]) == ("done", True, 1)
     assert cli("stats", "--json").json()["retrying_targets"] == 0
 
     http.respond("/down", Reply(200))
@@ -91,7 +97,8 @@ def test_a_failed_target_of_a_partial_one_shot_retries_then_is_a_dead_letter_ret
     assert len(down) == 4
     assert len({r.headers["webhook-id"] for r in down}) == 1
     assert cli.inspect("--dead") == []
-    assert cli.row(rid)["state"] == "done"
+    row = cli.row(rid)
+    assert (row["state"], row["dead"], row["dead_letters"]) == ("done", False, 0)
 
 
 def test_a_target_retry_of_an_older_fire_neither_blocks_nor_merges_into_the_next_fire(

@@ -127,3 +127,13 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pip install --quiet --disable-pip-version-check -e '.[test]'" in ci
     assert "python3 -m pytest" in ci
+
+
+def test_the_readme_and_the_reference_name_every_public_queue_method() -> None:
+    from duequeue import Queue
+
+    methods = sorted(m for m in vars(Queue) if not m.startswith("_"))
+    listed = README.split("## Use from Python\n", 1)[1].split("\n## ", 1)[0]
+    assert [m for m in methods if f"`{m}`" not in listed] == []
+    table = REFERENCE.split("### `Queue` and its methods\n", 1)[1].split("\n### ", 1)[0]
+    assert [m for m in methods if not re.search(rf"`{m}\b|\b{m}\(", table)] == []

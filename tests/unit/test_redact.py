@@ -24,3 +24,31 @@ from duequeue.shared import redact
 def test_a_url_is_shown_without_its_password(given: str, shown: str) -> None:
     assert redact.url(given) == shown
     assert "s3cret" not in redact.url(given)
+
+
+def test_data_is_shown_with_the_values_of_secret_keys_and_url_passwords_masked() -> None:
+    given = {
+        "amount": 900,
+        "password": "s3cret",
+        "Authorization": "Bearer abc",
+        "nested": [{"api_key": {"id": 1, "value": "k"}, "accessToken": "t"}],
+        "client_secret": None,  # nothing to hide
+        "invoice": "see https://ann:s3cret@billing.example/42 today",
+        # Names that only look alike stay shown: a key, a keyword, an author.
+        "key": "invoice-42",
+        "keyword": "rent",
+        "author": "ann",
+    }
+    assert redact.data(given) == {
+        "amount": 900,
+        "password": "****",
+        "Authorization": "****",
+        "nested": [{"api_key": "****", "accessToken": "****"}],
+        "client_secret": None,
+        "invoice": "see https://ann:****@billing.example/42 today",
+        "key": "invoice-42",
+        "keyword": "rent",
+        "author": "ann",
+    }
+    assert redact.data(["a", 1, None, True]) == ["a", 1, None, True]
+    assert redact.data("plain text") == "plain text"

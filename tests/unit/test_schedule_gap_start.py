@@ -24,7 +24,7 @@ def utc(text: str) -> datetime:
 def added(at: str, zone: str, text: str) -> Rule:
     """Return the rule as `duequeue add --at AT --tz ZONE --rrule TEXT` builds it."""
     tz = ZoneInfo(zone)
-    return parse_rule("rrule", text, tz, parse_at(at, tz, NOW), named_wall(at))
+    return parse_rule("rrule", text, tz, parse_at(at, tz, NOW), named_wall(at, tz, NOW))
 
 
 def first(rule: Rule, count: int) -> list[str]:

@@ -63,3 +63,84 @@ def test_a_failing_tick_is_reported_and_the_loop_goes_on() -> None:
 
     Worker(0.001, tick, lambda exc: failed.append(str(exc))).run()
     assert (failed, done) == (["database locked"], ["tick ok"])
+
+
+class _Clock:
+    """A monotonic clock and a wall clock (unix ms) that only the fakes move."""
+
+    def __init__(self) -> None:
+        self.mono = 1000.0
+        self.wall_ms = 1_700_000_000_000
+
+    def pass_s(self, seconds: float) -> None:
+        self.mono += seconds
+        self.wall_ms += round(seconds * 1000)
+
+
+class _Listener:
+    """Scripted wake-ups: each wait returns the next answer, after the time it says passed."""
+
+    def __init__(self, clock: _Clock, answers: list[tuple[float, list[int | None] | None]]):
+        self.clock, self.answers = clock, answers
+        self.waits: list[float] = []
+        self.closed = False
+
+    def wait(self, timeout_s: float) -> list[int | None] | None:
+        self.waits.append(round(timeout_s, 3))
+        if not self.answers:
+            os.kill(os.getpid(), signal.SIGTERM)  # the script is over: stop the worker
+            raise AssertionError("the signal should have ended the wait")
+        after, woke = self.answers.pop(0)
+        self.clock.pass_s(min(after, timeout_s))
+        return woke
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _worker(clock: _Clock, listener: _Listener, ticks: list[float]) -> Worker:
+    return Worker(
+        60.0,
+        lambda: ticks.append(clock.mono),
+        _never_fails,
+        monotonic=lambda: clock.mono,
+        sleep=clock.pass_s,
+        listener=listener,
+        wall_ms=lambda: clock.wall_ms,
+    )
+
+
+def test_a_fire_made_due_before_the_next_poll_wakes_the_worker_at_that_fire() -> None:
+    clock = _Clock()
+    ticks: list[float] = []
+    listener = _Listener(
+        clock,
+        [
+            (5.0, [clock.wall_ms + 5_000]),  # 5 s in: a reminder added due now
+            (10.0, [clock.wall_ms + 15_000 + 20_000]),  # at 15 s: one due 20 s later
+            (20.0, []),  # nothing else: that wait runs out at the fire
+            (3.0, [None]),  # at 38 s: an import (fires not named): tick at once
+        ],
+    )
+    _worker(clock, listener, ticks).run()
+    assert ticks == [1000.0, 1005.0, 1035.0, 1038.0]
+    # Each wait is bounded by the next poll (60 s after the tick before) or the fire named.
+    assert listener.waits == [60.0, 60.0, 20.0, 60.0, 60.0]
+    assert listener.closed
+
+
+def test_a_fire_after_the_next_poll_does_not_wake_the_worker() -> None:
+    clock = _Clock()
+    ticks: list[float] = []
+    listener = _Listener(clock, [(5.0, [clock.wall_ms + 3_600_000]), (55.0, [])])
+    _worker(clock, listener, ticks).run()
+    assert ticks == [1000.0, 1060.0]  # the regular poll only
+    assert listener.waits == [60.0, 55.0, 60.0]
+
+
+def test_a_listener_that_cannot_listen_falls_back_to_polling() -> None:
+    clock = _Clock()
+    ticks: list[float] = []
+    listener = _Listener(clock, [(0.0, None), (0.0, None)])
+    _worker(clock, listener, ticks).run()
+    assert ticks == [1000.0, 1060.0, 1120.0]
