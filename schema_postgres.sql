@@ -1,4 +1,4 @@
--- duequeue schema, version 10 (PostgreSQL): the counterpart of schema.sql, with the same tables and
+-- duequeue schema, version 11 (PostgreSQL): the counterpart of schema.sql, with the same tables and
 -- columns, so that `duequeue migrate` copies a SQLite database column for column
 -- (tests/test_schema_parity.py compares the two as applied). Applied on first
 -- use into the connection's current schema and shipped inside the wheel. Every time is BIGINT unix
@@ -43,6 +43,10 @@ CREATE TABLE reminders (
     start_wall       TEXT,
     after_wall       TEXT,
     fire_release     TEXT NOT NULL DEFAULT '', -- tz release that computed the pending fire; '' unknown
+    -- Version 11. `pause`: when the reminder was paused (NULL: it is not). A paused row's
+    -- next_fire_at is NULL (it is out of reminders_due, so no claim walks it); its pending fire
+    -- stays in fire_at, and `resume` makes it due again.
+    paused_at        BIGINT,
     CHECK ((rule_kind IS NULL) = (rule IS NULL))
 );
 
@@ -135,7 +139,8 @@ CREATE INDEX dead_letters_open ON dead_letters (reminder_id) WHERE retried_at IS
 CREATE INDEX reminders_release ON reminders (fire_release, id) WHERE next_fire_at IS NOT NULL;
 
 -- Version 8. Queue-wide values: 'tz_release', the newest tz release the queue's fires were
--- computed with (hosts with older data do not compute back).
+-- computed with (hosts with older data do not compute back); 'paused' (version 11), present
+-- while the whole queue is paused (`duequeue pause`): when, in unix ms.
 CREATE TABLE queue_meta (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -198,4 +203,7 @@ EXCEPTION WHEN OTHERS THEN
     RAISE NOTICE 'duequeue: no trigram index for search (%)', SQLERRM;
 END $$;
 
-INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '10');
+-- Version 11. The paused reminders (`stats`, the dashboard's list), off their own index.
+CREATE INDEX reminders_paused ON reminders (id) WHERE paused_at IS NOT NULL;
+
+INSERT INTO duequeue_meta (name, value) VALUES ('application', 'duequeue'), ('schema_version', '11');

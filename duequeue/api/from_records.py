@@ -36,6 +36,11 @@ def _when(ms: int | None) -> datetime | None:
     return None if ms is None else from_ms(ms)
 
 
+def when(ms: int | None) -> datetime | None:
+    """Return stored milliseconds as an aware UTC datetime; None stays None."""
+    return _when(ms)
+
+
 def target(t: store.Target) -> results.Target:
     """Return a stored target, its address fit to print beside it and its secret left out."""
     return results.Target(
@@ -76,12 +81,22 @@ def reminder(v: store.ReminderView) -> results.Reminder:
         body=v.body,
         data=None if v.data is None else redact.data(json.loads(v.data)),
         dead_letters=v.dead_letters,
+        paused_at=_when(v.paused_at),
     )
 
 
 def changed(view: store.ReminderView, notes: Iterable[str]) -> results.Changed:
     """Return what reschedule or edit did."""
     return results.Changed(reminder(view), tuple(notes))
+
+
+def on_clock(at: datetime, tz: str) -> datetime | None:
+    """Return an instant on the clocks of the IANA zone `tz` (the zone data duequeue computes
+    fires with), or None for a zone this data lacks."""
+    try:
+        return at.astimezone(zones.zone(tz))
+    except (KeyError, ValueError, OSError):
+        return None
 
 
 def _local(at: int | None, tz: str) -> datetime | None:
@@ -145,6 +160,11 @@ def history(ledger: Ledger) -> results.History:
     )
 
 
+def queue_pause(paused: bool, since: int | None, changed: bool) -> results.QueuePause:
+    """Return the whole queue's pause after `pause_queue` or `resume_queue`."""
+    return results.QueuePause(paused, _when(since), changed)
+
+
 def changes(found: Sequence[store.Change]) -> list[results.Change]:
     """Return what `retry`, `cancel` or `enable` did, reminder by reminder."""
     return [results.Change(c.reminder_id, _when(c.fire_at), c.skipped) for c in found]
@@ -173,6 +193,8 @@ def stats(s: store.Stats, at: datetime) -> results.Stats:
         last_successful_tick=_when(s.last_tick_ok_at),
         hosts=tuple(results.HostSeen(h.host, from_ms(h.at), h.offset_ms * _MS) for h in s.hosts),
         moved_fires=s.moved_fires,
+        paused=s.paused,
+        queue_paused_since=_when(s.queue_paused_at),
     )
 
 

@@ -87,6 +87,7 @@ def reminder(r: Reminder) -> dict[str, Any]:
         "local_fire_at": _wall(r.local_fire_at),
         "start_wall": _wall(r.start_wall),
         "fire_release": r.fire_release or None,
+        "paused_at": iso(r.paused_at),
     }
 
 
@@ -170,7 +171,9 @@ def stats(s: Stats) -> dict[str, Any]:
             "done": s.done,
             "dead": s.dead,
             "cancelled": s.cancelled,
+            "paused": s.paused,
         },
+        "queue_paused_since": iso(s.queue_paused_since),
         "due": s.due,
         "retrying": s.retrying,
         "leased": s.leased,

@@ -27,7 +27,13 @@ def text(s: Stats) -> str:
                 ('{state="done"}', s.done),
                 ('{state="dead"}', s.dead),
                 ('{state="cancelled"}', s.cancelled),
+                ('{state="paused"}', s.paused),
             ],
+        ),
+        (
+            "duequeue_queue_paused",
+            "1 while the whole queue is paused (`duequeue pause`): ticks deliver nothing.",
+            [("", 0 if s.queue_paused_since is None else 1)],
         ),
         ("duequeue_due_reminders", "Pending reminders due now, waiting for a tick.", [("", s.due)]),
         (

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         Page,
         Preview,
         PruneCounts,
+        QueuePause,
         Recomputed,
         Reminder,
         Stats,
@@ -499,10 +500,48 @@ class Queue:
             _some(ids)
         return from_records.changes(cancel_retry_prune.retry(self._open(), ids, all_dead, _now()))
 
-    def cancel(self, *ids: int) -> list[Change]:
-        """Cancel reminders so they never fire again (`inspect("all")` still lists them)."""
+    def cancel(self, *ids: int, key: str | None = None) -> list[Change]:
+        """Cancel reminders so they never fire again (`inspect("all")` still lists them):
+        those of `ids`, or with `key` the live reminder (pending, paused or dead) holding that
+        key (NotFoundError with field `key` when none does)."""
+        if key is not None:
+            if ids:
+                raise BadInputError("give reminder ids or a key, not both", field=("ids", "key"))
+            return from_records.changes(cancel_retry_prune.cancel_key(self._open(), key, _now()))
         _some(ids)
         return from_records.changes(cancel_retry_prune.cancel(self._open(), ids, _now()))
+
+    def pause(self, *ids: int) -> list[Change]:
+        """Pause reminders (`duequeue pause ID`): no tick delivers their pending fire, nor
+        their targets' own retries, until `resume`. Skipped with a reason: a reminder done,
+        dead, cancelled or already paused, or one a tick is delivering right now (try again).
+        Recorded in `history`."""
+        _some(ids)
+        return from_records.changes(cancel_retry_prune.pause(self._open(), ids, _now()))
+
+    def resume(self, *ids: int) -> list[Change]:
+        """Resume paused reminders (`duequeue resume ID`): the pending fire is due again, at
+        the next tick if its time passed while paused (or skipped past its misfire grace, as
+        after missed ticks). Each change's `fire_at` is that fire. Recorded in `history`."""
+        _some(ids)
+        return from_records.changes(cancel_retry_prune.resume(self._open(), ids, _now()))
+
+    def paused_since(self) -> datetime | None:
+        """Return since when the whole queue is paused, None when it is not (`inspect` and
+        serve's pages say so)."""
+        return from_records.when(cancel_retry_prune.queue_paused(self._open()))
+
+    def pause_queue(self) -> QueuePause:
+        """Pause the whole queue (`duequeue pause`): every tick claims and delivers nothing,
+        and says so, until `resume_queue`. Reminders can still be added and changed."""
+        since, changed = cancel_retry_prune.pause_queue(self._open(), _now())
+        return from_records.queue_pause(True, since, changed)
+
+    def resume_queue(self) -> QueuePause:
+        """Resume the whole queue (`duequeue resume`): the next tick delivers what is due,
+        a fire missed meanwhile once (as after missed ticks)."""
+        since, changed = cancel_retry_prune.resume_queue(self._open())
+        return from_records.queue_pause(False, since, changed)
 
     def enable(self, *ids: int) -> list[Change]:
         """Switch back on the targets disabled after their endpoint answered 410 Gone."""

@@ -29,6 +29,7 @@ __all__ = [
     "Page",
     "Preview",
     "PruneCounts",
+    "QueuePause",
     "Recomputed",
     "Reminder",
     "State",
@@ -46,7 +47,7 @@ from typing import Any, Literal
 from duequeue.engine.summary import TickSummary
 
 View = Literal["dead", "due", "pending", "all"]
-State = Literal["pending", "done", "dead", "cancelled"]
+State = Literal["pending", "paused", "done", "dead", "cancelled"]
 Outcome = Literal["sent", "failed", "permanent"]
 
 
@@ -95,6 +96,8 @@ class Reminder:
     # Its open dead letters: fires some target never got (retries ran out or it was refused
     # for good) that `retry` has not re-armed; a cancelled reminder's are moot (0).
     dead_letters: int = 0
+    # When `pause` paused it (state "paused"): no tick delivers it; fire_at waits for `resume`.
+    paused_at: datetime | None = None
 
     @property
     def dead(self) -> bool:
@@ -282,6 +285,16 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class QueuePause:
+    """Whether the whole queue is paused after `pause_queue` or `resume_queue`, and since when;
+    `changed` is False when it already was as asked."""
+
+    paused: bool
+    since: datetime | None  # when it was paused (the pause this call made, or found)
+    changed: bool
+
+
+@dataclass(frozen=True, slots=True)
 class HostSeen:
     """A host that ticked a shared (PostgreSQL) queue in the last day."""
 
@@ -316,6 +329,10 @@ class Stats:
     last_successful_tick: datetime | None = None
     hosts: tuple[HostSeen, ...] = ()  # PostgreSQL: the hosts that ticked in the last day
     moved_fires: int = 0  # pending fires moved by zone rules changes, ever
+    paused: int = 0  # reminders paused (`pause ID`): neither pending nor due
+    # Since when the whole queue is paused (`duequeue pause`): ticks deliver nothing. None: it
+    # is not.
+    queue_paused_since: datetime | None = None
 
     @property
     def oldest_due_lateness(self) -> timedelta | None:

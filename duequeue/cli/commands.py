@@ -9,6 +9,7 @@ import typer
 
 from duequeue.api import jsonforms
 from duequeue.cli import context, inputs, output, shell
+from duequeue.cli.instants import iso
 from duequeue.cli.table import table_width
 from duequeue.errors import BadInputError
 
@@ -333,6 +334,14 @@ def inspect(
             limit=None if limit is None else limit + 1,
             subject_like=subject_like,
             target_like=target_like,
+        )
+        paused = q.paused_since()
+    if paused is not None:
+        # On stderr, so the table and the JSON stay as they are: due rows wait for `resume`.
+        typer.echo(
+            f"duequeue: the queue is paused since {iso(paused)}: ticks deliver nothing "
+            "until `duequeue resume`",
+            err=True,
         )
     if limit is not None and len(found) > limit:
         found = found[:limit]

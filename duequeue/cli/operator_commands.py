@@ -1,6 +1,6 @@
-"""The operator's commands (import, history, retry, enable, cancel, stats, prune, doctor,
-worker, config): flags, one `duequeue.Queue` call, output. Registered on the app in app.py; a
-DuequeueError is left to the app to report (cli/report.py)."""
+"""The operator's commands (import, history, retry, enable, cancel, pause, resume, stats,
+prune, doctor, worker, config): flags, one `duequeue.Queue` call, output. Registered on the app
+in app.py; a DuequeueError is left to the app to report (cli/report.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from duequeue.cli.worker_log import WorkerLog
 from duequeue.errors import BadInputError, DuequeueError
 
 if TYPE_CHECKING:
-    from duequeue.api.results import Change, ImportResult, TickSummary
+    from duequeue.api.results import Change, ImportResult, QueuePause, TickSummary
 
 IDS = Annotated[
     list[int] | None, typer.Argument(metavar="ID", help="Reminder ids.", show_default=False)
@@ -121,11 +121,60 @@ def retry(
     _changes(changes, "retried", as_json)
 
 
-def cancel(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
+def cancel(
+    ctx: typer.Context,
+    ids: IDS = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            metavar="KEY",
+            help="Cancel the live reminder holding this key (as given to add --key).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: JSON = False,
+) -> None:
     """Cancel reminders so they never fire again (inspect --all still lists them)."""
     with context.queue(ctx) as q:
-        changes = q.cancel(*(ids or ()))
+        changes = q.cancel(*(ids or ()), key=key)
     _changes(changes, "cancelled", as_json)
+
+
+def pause(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
+    """Pause reminders, or without ID the whole queue: no tick delivers them until `resume`.
+
+    A paused queue's ticks claim nothing and say so in their line and JSON; `stats`,
+    `inspect` and `doctor` say so too. A paused reminder keeps its pending fire (`inspect
+    --all` shows it `paused`); one a tick is delivering right now is skipped: try again.
+    """
+    with context.queue(ctx) as q:
+        if ids:
+            _changes(q.pause(*ids), "paused", as_json)
+            return
+        done = q.pause_queue()
+    _queue_pause(done, as_json)
+
+
+def resume(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:
+    """Resume paused reminders, or without ID the whole queue.
+
+    A fire whose time passed while paused goes out once at the next tick (or is skipped past
+    its misfire grace), as after missed ticks.
+    """
+    with context.queue(ctx) as q:
+        if ids:
+            _changes(q.resume(*ids), "resumed", as_json)
+            return
+        done = q.resume_queue()
+    _queue_pause(done, as_json)
+
+
+def _queue_pause(done: QueuePause, as_json: bool) -> None:
+    if as_json:
+        _echo_json(output_ops.queue_pause_json(done))
+    else:
+        typer.echo(output_ops.queue_pause_text(done))
 
 
 def enable(ctx: typer.Context, ids: IDS = None, as_json: JSON = False) -> None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         DoctorReport,
         History,
         PruneCounts,
+        QueuePause,
         Recomputed,
         Reminder,
         Stats,
@@ -148,10 +149,13 @@ def sends_text(r: Reminder, width: int | None) -> list[str]:
 
 
 def changes_json(changes: Sequence[Change], verb: str) -> dict[str, Any]:
-    """Return the JSON of `retry`, `cancel` or `enable`: `verb` is "retried", "cancelled" or
-    "enabled"; a retried reminder names the fire it re-armed."""
+    """Return the JSON of `retry`, `cancel`, `enable`, `pause` or `resume`: `verb` is
+    "retried", "cancelled", "enabled", "paused" or "resumed"; a retried or resumed reminder
+    names its pending fire (the dead fire re-armed, the fire that is due again)."""
     applied: list[Any] = [
-        {"id": c.reminder_id, "fire_at": iso(c.fire_at)} if verb == "retried" else c.reminder_id
+        {"id": c.reminder_id, "fire_at": iso(c.fire_at)}
+        if verb in ("retried", "resumed")
+        else c.reminder_id
         for c in changes
         if c.applied
     ]
@@ -165,7 +169,13 @@ def changes_text(changes: Sequence[Change], verb: str) -> str:
     skipped = [c for c in changes if not c.applied]
     lines = [
         f"{verb} {c.reminder_id}"
-        + (f" (fire {iso(c.fire_at)} is due now)" if c.fire_at is not None else "")
+        + (
+            f" (next fire {iso(c.fire_at)})"
+            if c.fire_at is not None and verb == "resumed"
+            else f" (fire {iso(c.fire_at)} is due now)"
+            if c.fire_at is not None
+            else ""
+        )
         for c in done
     ]
     lines += [f"skipped {c.reminder_id}: {c.skipped}" for c in skipped]
@@ -173,13 +183,37 @@ def changes_text(changes: Sequence[Change], verb: str) -> str:
     return "\n".join(lines)
 
 
+def queue_pause_json(p: QueuePause) -> dict[str, Any]:
+    """Return the JSON of `pause` and `resume` without ids: the whole queue's pause."""
+    return {"paused": p.paused, "since": iso(p.since), "changed": p.changed}
+
+
+def queue_pause_text(p: QueuePause) -> str:
+    """Return the line of `pause` and `resume` without ids."""
+    if p.paused:
+        verb = "paused" if p.changed else "already paused"
+        return f"queue {verb} since {iso(p.since)}: ticks deliver nothing until `duequeue resume`"
+    if p.changed:
+        return f"queue resumed (paused since {iso(p.since)})"
+    return "queue was not paused; nothing changed"
+
+
 def stats_text(s: Stats) -> str:
     """Return `stats` for people, one fact a line."""
     late = seconds(s.oldest_due_lateness)
+    paused = (
+        [
+            f"queue PAUSED since {iso(s.queue_paused_since)}: "
+            "ticks deliver nothing (`duequeue resume`)"
+        ]
+        if s.queue_paused_since is not None
+        else []
+    )
     return "\n".join(
         [
+            *paused,
             f"reminders: {s.pending} pending, {s.done} done, {s.dead} dead, "
-            f"{s.cancelled} cancelled",
+            f"{s.cancelled} cancelled, {s.paused} paused",
             f"due now: {s.due} (oldest waiting {'-' if late is None else f'{late:.1f}s'}); "
             f"retrying: {s.retrying}; leased by a tick: {s.leased}",
             f"dead letters awaiting retry: {s.dead_letters} "

@@ -36,6 +36,8 @@ class TickSummary:
     unrecorded: int = 0
     refused: int = 0  # write-backs refused: the lease had ended and another tick held the row
     lost: str | None = None  # the database error that stopped the tick's commits
+    # Since when the whole queue is paused (`duequeue pause`): the tick claimed nothing.
+    paused_since: datetime | None = None
     # The dead letters this tick wrote, (reminder id, fire ms, last error): what DUEQUEUE_ALERT
     # tells a person about (operations/alert.py). Not in the line or the JSON: `dead` counts them.
     dead_letters: tuple[tuple[int, int, str | None], ...] = ()
@@ -60,6 +62,7 @@ class TickSummary:
             + "".join(f"; error: {e}" for e in self.errors)
             + (f"; lost the database: {self.lost}" if self.lost else "")
             + (f"; stopped by {self.stopped_by}" if self.stopped_by else "")
+            + (f"; queue paused since {_iso(self.paused_since)}" if self.paused_since else "")
             + (f"; alert failed: {self.alert_error}" if self.alert_error else "")
         )
 
@@ -84,9 +87,15 @@ class TickSummary:
             "refused": self.refused,
             "lost": self.lost,
             "alert_error": self.alert_error,
+            "paused_since": _iso(self.paused_since),
         }
 
     def _lateness_s(self) -> float | None:
         """Return the lateness in seconds to the millisecond, as the JSON carries spans."""
         late = self.max_lateness
         return None if late is None else round(late.total_seconds(), 3)
+
+
+def _iso(at: datetime | None) -> str | None:
+    """Return an instant as the JSON carries it: ISO 8601 UTC to the millisecond, Z."""
+    return None if at is None else at.isoformat(timespec="milliseconds").replace("+00:00", "Z")

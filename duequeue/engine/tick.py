@@ -196,6 +196,11 @@ def tick(
             # The first claim runs here, before any thread or event loop: the tick with nothing
             # due (the common case, every minute) stays free of asyncio, threads, aiohttp and
             # smtplib.
+            paused = store.queue_paused()
+            if paused is not None:
+                # `duequeue pause`: claim nothing, and say so (the claim's statements test it
+                # too, so a pause made while a long tick runs stops its next batch).
+                return TickSummary(at=from_ms(now), paused_since=from_ms(paused))
             catch_up(store, now, options.policy.max_errors)
             o = options
             first = store.claim(now, o.limit, o.policy.max_errors, o.lease_ms, owner)

@@ -1,11 +1,11 @@
-"""What the operator's writes do: cancel, retry, enable, prune and recompute, between
-`duequeue.Queue` and the store."""
+"""What the operator's writes do: cancel, retry, enable, pause, resume, prune and recompute,
+between `duequeue.Queue` and the store."""
 
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from duequeue.errors import ConfigError, NotFoundError
+from duequeue.errors import BadInputError, ConfigError, NotFoundError
 from duequeue.schedule import release
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import to_ms
@@ -26,6 +26,40 @@ else:
 def cancel(store: Store, ids: Sequence[int], now: datetime) -> list[Change]:
     """Cancel reminders so they never fire again."""
     return _by_ids(store.cancel, ids, now)
+
+
+def cancel_key(store: Store, key: str, now: datetime) -> list[Change]:
+    """Cancel the live reminder holding `key`."""
+    if not isinstance(key, str) or not key:
+        raise BadInputError("expected a reminder's key (a non-empty string)", field="key")
+    return store.cancel_key(key, to_ms(now))
+
+
+def pause(store: Store, ids: Sequence[int], now: datetime) -> list[Change]:
+    """Pause reminders: no tick delivers them until `resume`."""
+    return _by_ids(store.pause, ids, now)
+
+
+def resume(store: Store, ids: Sequence[int], now: datetime) -> list[Change]:
+    """Resume paused reminders: their pending fire is due again."""
+    return _by_ids(store.resume, ids, now)
+
+
+def queue_paused(store: Store) -> int | None:
+    """Return since when the whole queue is paused (ms), None when it is not."""
+    return store.queue_paused()
+
+
+def pause_queue(store: Store, now: datetime) -> tuple[int, bool]:
+    """Pause the whole queue; return since when it is paused, and whether this call paused it."""
+    before = store.pause_queue(to_ms(now))
+    return (to_ms(now), True) if before is None else (before, False)
+
+
+def resume_queue(store: Store) -> tuple[int | None, bool]:
+    """Resume the whole queue; return since when it had been paused (None: it was not)."""
+    before = store.resume_queue()
+    return before, before is not None
 
 
 def enable(store: Store, ids: Sequence[int], now: datetime) -> list[Change]:

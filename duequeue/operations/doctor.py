@@ -9,6 +9,7 @@ from duequeue.channels.signing import padding_missing, parse_secrets
 from duequeue.config.settings import env_name
 from duequeue.errors import ConfigError, DuequeueError
 from duequeue.schedule import release, zones
+from duequeue.shared.timefmt import iso
 from duequeue.store import safe_url
 from duequeue.store.records import HealthCheck
 
@@ -117,10 +118,24 @@ def database_checks(
 
 
 def _content(store: Any) -> list[Check]:
-    """Warn about a database without a single reminder: new, or not the one `add` writes to."""
+    """Warn about a paused queue, and about a database without a single reminder: new, or not
+    the one `add` writes to."""
+    found = []
+    paused = store.queue_paused()
+    if paused is not None:
+        found.append(
+            Check(
+                "queue paused",
+                True,
+                f"paused since {iso(paused)} (`duequeue pause`): ticks deliver nothing",
+                "`duequeue resume` when deliveries should go out again",
+                warning=True,
+            )
+        )
     if store.list_view("all", 0, 1):
-        return []
+        return found
     return [
+        *found,
         Check(
             "database content",
             True,
@@ -129,7 +144,7 @@ def _content(store: Any) -> list[Check]:
             "compare --db / DUEQUEUE_DB here with where `duequeue add` ran; ignore this until "
             "the first reminder is added",
             warning=True,
-        )
+        ),
     ]
 
 

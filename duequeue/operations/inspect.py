@@ -51,7 +51,8 @@ def next_fires(store: Store, reminder_id: int, count: int) -> tuple[ReminderView
     view = store.get(reminder_id)
     if view is None:
         raise NotFoundError(f"no reminder with id {reminder_id}", field="id")
-    if view.fire_at is None or view.state != "pending" or view.dtstart is None:
+    # A paused reminder's fires are those `resume` would bring back, from its pending fire on.
+    if view.fire_at is None or view.state not in ("pending", "paused") or view.dtstart is None:
         return view, []
     return view, add.fires(view.rule_kind, view.rule, view.tz, view.dtstart, view.fire_at, count)
 

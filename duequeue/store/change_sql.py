@@ -67,7 +67,8 @@ def change(run: Run, d: Dialect, reminder_id: int, edit: Edit, now: int) -> None
             "tz = :tz",
             "dtstart = :dtstart",
             "fire_at = :fire_at",
-            "next_fire_at = :fire_at",
+            # A paused reminder stays paused: its new fire waits in fire_at for `resume`.
+            "next_fire_at = CASE WHEN paused_at IS NULL THEN :fire_at END",
             # The fire in backoff is replaced by the new one: its failures are not the new one's.
             "error_count = 0",
             "last_error = NULL",

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from duequeue.store import reads
+from duequeue.store.pause_sql import NOT_PAUSED, REMINDER_NOT_PAUSED
 from duequeue.store.records import (
     NO_LEDGER,
     Claim,
@@ -23,10 +24,10 @@ from duequeue.store.records import (
 from duequeue.store.sql import Dialect, Row, Run
 
 # Anything due at all: the read a dialect with one writer makes before taking the write lock.
-ANY_DUE = """SELECT EXISTS (SELECT 1 FROM reminders WHERE next_fire_at <= :now
+ANY_DUE = f"""SELECT EXISTS (SELECT 1 FROM reminders WHERE next_fire_at <= :now
     AND error_count < :max AND (lease_until IS NULL OR lease_until < :now))
     OR EXISTS (SELECT 1 FROM target_retries WHERE next_try_at <= :now
-    AND (lease_until IS NULL OR lease_until < :now))"""
+    AND (lease_until IS NULL OR lease_until < :now) AND {REMINDER_NOT_PAUSED})"""
 
 # What a claim returns of a reminder, in _fire()'s order.
 _PAYLOAD = "subject, body, data, rule_kind, rule, tz, dtstart, misfire_grace_ms"
@@ -89,9 +90,10 @@ def claim(
 def due_rows(d: Dialect) -> str:
     """Return the statement that leases up to :limit due rows, oldest due first, walking the
     reminders_due index in its ORDER BY (parameters: owner, until, now, max, limit)."""
+    # A paused reminder has no next_fire_at; a paused queue gives nothing (pause_sql.py).
     due = f"""SELECT id FROM reminders
         WHERE next_fire_at <= :now AND error_count < :max
-          AND (lease_until IS NULL OR lease_until < :now)
+          AND (lease_until IS NULL OR lease_until < :now) AND {NOT_PAUSED}
         ORDER BY next_fire_at, id LIMIT :limit {d.skip_locked}"""
     return d.sql(
         f"""UPDATE reminders SET lease_owner = :owner, lease_until = :until, updated_at = :now
@@ -103,6 +105,7 @@ def due_rows(d: Dialect) -> str:
 def _claim_retries(d: Dialect) -> str:
     due = f"""SELECT id FROM target_retries
         WHERE next_try_at <= :now AND (lease_until IS NULL OR lease_until < :now)
+          AND {NOT_PAUSED} AND {REMINDER_NOT_PAUSED}
         ORDER BY next_try_at, id LIMIT :limit {d.skip_locked}"""
     return d.sql(
         f"""UPDATE target_retries SET lease_owner = :owner, lease_until = :until

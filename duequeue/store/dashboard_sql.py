@@ -22,6 +22,8 @@ _STATES: dict[str, str] = {
     "pending": "r.next_fire_at IS NOT NULL",
     "due": "r.next_fire_at <= :now",
     "retrying": "r.next_fire_at IS NOT NULL AND r.error_count > 0",
+    # Cancelling clears paused_at too, so a paused row is never cancelled.
+    "paused": "r.paused_at IS NOT NULL",
     "done": "r.done_at IS NOT NULL AND r.cancelled_at IS NULL",
     "cancelled": "r.cancelled_at IS NOT NULL",
 }

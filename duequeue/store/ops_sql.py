@@ -7,7 +7,7 @@ seam); none of them commits or reads the clock.
 from collections.abc import Sequence
 
 from duequeue.errors import NotFoundError
-from duequeue.store import retries, tz_sql
+from duequeue.store import pause_sql, retries, tz_sql
 from duequeue.store.records import (
     Change,
     HealthCheck,
@@ -30,14 +30,16 @@ class DryRun(Exception):
 
 
 def states(run: Run, d: Dialect, ids: Sequence[int]) -> dict[int, Row]:
-    """Return id -> (rule, fire_at, lease_until, done_at, cancelled_at); raise on unknown ids.
+    """Return id -> (rule, fire_at, lease_until, done_at, cancelled_at, paused_at); raise on
+    unknown ids.
 
     On PostgreSQL the rows are locked, in id order, so that a tick cannot claim one between
     the check and the change.
     """
     rows = run(
         d.sql(
-            f"""SELECT id, rule, fire_at, lease_until, done_at, cancelled_at FROM reminders
+            f"""SELECT id, rule, fire_at, lease_until, done_at, cancelled_at, paused_at
+                FROM reminders
                 WHERE {d.in_ids("id", "ids")} ORDER BY id {d.for_update}"""
         ),
         {"ids": d.ids(ids)},
@@ -64,6 +66,7 @@ def cancel(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
         run(
             d.sql(
                 """UPDATE reminders SET cancelled_at = :now, next_fire_at = NULL,
+                       paused_at = NULL,
                        lease_owner = NULL, lease_until = NULL, updated_at = :now
                    WHERE id = :id"""
             ),
@@ -71,6 +74,21 @@ def cancel(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
         )
         changes.append(Change(rid))
     return changes
+
+
+def cancel_key(run: Run, d: Dialect, key: str, now: int) -> list[Change]:
+    """Cancel the live reminder holding `key`; see Store.cancel_key."""
+    # Off the unique index of live keys (reminders_live_key): at most one row holds it.
+    found = run(
+        d.sql(
+            """SELECT id FROM reminders
+               WHERE key = :key AND done_at IS NULL AND cancelled_at IS NULL"""
+        ),
+        {"key": key},
+    )
+    if not found:
+        raise NotFoundError(f"no live reminder with key {key[:64]!r}", field="key")
+    return cancel(run, d, [int(found[0][0])], now)
 
 
 def retry_dead(run: Run, d: Dialect, ids: Sequence[int] | None, now: int) -> list[Change]:
@@ -155,7 +173,7 @@ def stats(run: Run, d: Dialect, now: int) -> Stats:
     # serve's overview shows these at every refresh. Cancelling clears next_fire_at, so a row
     # with a next fire is never cancelled; a lease is taken on due rows only, so a leased row is
     # due (claim_sql.py).
-    ((pending, done, dead, cancelled, due, retrying, leased, oldest),) = run(
+    ((pending, done, dead, cancelled, due, retrying, leased, oldest, paused),) = run(
         d.sql(
             """SELECT
                  (SELECT count(*) FROM reminders WHERE next_fire_at IS NOT NULL),
@@ -169,7 +187,8 @@ def stats(run: Run, d: Dialect, now: int) -> Stats:
                   WHERE error_count > 0 AND next_fire_at IS NOT NULL),
                  (SELECT count(*) FROM reminders WHERE next_fire_at <= :now
                   AND lease_until >= :now),
-                 (SELECT min(next_fire_at) FROM reminders WHERE next_fire_at <= :now)"""
+                 (SELECT min(next_fire_at) FROM reminders WHERE next_fire_at <= :now),
+                 (SELECT count(*) FROM reminders WHERE paused_at IS NOT NULL)"""
         ),
         {"now": now},
     )
@@ -213,6 +232,8 @@ def stats(run: Run, d: Dialect, now: int) -> Stats:
         failed_last_day=int(ledger[3]),
         last_tick_ok_at=last_tick_ok(run, d),
         moved_fires=tz_sql.count_moves(run, d),
+        paused=int(paused),
+        queue_paused_at=pause_sql.queue_paused(run, d),
     )
 
 

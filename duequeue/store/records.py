@@ -19,7 +19,7 @@ from typing import Literal
 # notify, or any other; the store keeps it as it is given.
 Channel = str
 View = Literal["dead", "due", "pending", "all"]
-State = Literal["pending", "done", "dead", "cancelled"]
+State = Literal["pending", "paused", "done", "dead", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +286,7 @@ class ReminderView:
     body: str = ""
     data: str | None = None  # the JSON text as stored; None when none
     dead_letters: int = 0  # open dead letters: dead fires not retried, of a row not cancelled
+    paused_at: int | None = None  # when `pause` paused it; its pending fire is then fire_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +355,8 @@ class Stats:
     last_tick_ok_at: int | None = None  # when a tick last ended without error; None: never
     hosts: tuple[HostTick, ...] = ()  # on a shared database: the hosts that ticked in a day
     moved_fires: int = 0  # pending fires moved by zone rules changes (fire_moves)
+    paused: int = 0  # reminders paused (`pause ID`): not pending, not due
+    queue_paused_at: int | None = None  # since when the whole queue is paused; None: it is not
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,7 +370,7 @@ class PruneCounts:
 
 
 # What the dashboard lists (serve): inspect's states, and the ones only a person browsing asks for.
-BrowseState = Literal["all", "pending", "due", "retrying", "dead", "done", "cancelled"]
+BrowseState = Literal["all", "pending", "due", "retrying", "paused", "dead", "done", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,15 +43,17 @@ REMINDER_COLUMNS = ", ".join(REMINDER_FIELDS)
 VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
     CASE WHEN r.cancelled_at IS NOT NULL THEN 'cancelled'
          WHEN r.dead_at IS NOT NULL THEN 'dead'
-         WHEN r.done_at IS NOT NULL THEN 'done' ELSE 'pending' END,
+         WHEN r.done_at IS NOT NULL THEN 'done'
+         WHEN r.paused_at IS NOT NULL THEN 'paused' ELSE 'pending' END,
     r.fire_at, r.next_fire_at, r.error_count, r.last_error, r.last_fired_at, r.skipped_fires,
     r.created_at, r.dead_at,
     (SELECT min(d.at) FROM deliveries d WHERE d.reminder_id = r.id
         AND d.fire_at = r.last_fired_at AND d.outcome = 'sent'),
     r.dtstart, r.start_wall, r.fire_release, r.body, r.data,
     CASE WHEN r.cancelled_at IS NULL THEN (SELECT count(*) FROM dead_letters x
-        WHERE x.reminder_id = r.id AND x.retried_at IS NULL) ELSE 0 END"""
-_VIEW_WIDTH = 22
+        WHERE x.reminder_id = r.id AND x.retried_at IS NULL) ELSE 0 END,
+    r.paused_at"""
+_VIEW_WIDTH = 23
 
 
 # Reminders add_many inserts per statement batch: a few MB of rows in memory at a time, and a
@@ -128,6 +130,7 @@ def view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
         body=row[19],
         data=row[20],
         dead_letters=int(row[21]),
+        paused_at=row[22],
         targets=targets,
     )
     if len(row) > _VIEW_WIDTH:  # a dead letter: its fire, errors and time, beside the row's own
@@ -145,7 +148,7 @@ def view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
 def cancel_refusal(state: Sequence[Any], retrying: bool) -> str | None:
     """Return why a row in `_states` form cannot be cancelled, or None if it can; a finished
     row whose targets still retry a fire (`retrying`) can be, which stops those retries."""
-    _rule, _fire, _lease, done_at, cancelled_at = state
+    _rule, _fire, _lease, done_at, cancelled_at, _paused = state
     if cancelled_at is not None:
         return "already cancelled"
     if done_at is not None and not retrying:
@@ -166,11 +169,14 @@ def enabled(ids: Sequence[int], known: set[int], changed: set[int]) -> list[Chan
 
 def retry_refusal(state: Sequence[Any], oldest_dead: int | None, now: int) -> str | None:
     """Return why a row's oldest dead fire cannot be re-armed now, or None if it can."""
-    _rule, fire_at, lease_until, _done, cancelled_at = state
+    _rule, fire_at, lease_until, _done, cancelled_at, paused_at = state
     if oldest_dead is None:
         return "no dead fire to retry"
     if cancelled_at is not None:
         return "cancelled"
+    if paused_at is not None:
+        # A re-armed fire is due at once: it would go out while the reminder is paused.
+        return "paused; `duequeue resume` it first"
     if lease_until is not None and lease_until >= now:
         return "a tick is delivering it; retry after the tick"
     if fire_at is not None and fire_at <= now:

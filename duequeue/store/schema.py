@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 
 # The version the schema files carry; the newest migration file of each dialect has it too.
-VERSION = 10
+VERSION = 11
 # The oldest version each dialect upgrades from (older databases were never released there).
 OLDEST = {"sqlite": 1, "postgresql": 2}
 _SCHEMA_FILES = {"sqlite": "schema.sql", "postgresql": "schema_postgres.sql"}

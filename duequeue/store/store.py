@@ -2,7 +2,8 @@
 
 One class, `Store`, whose docstrings are the contract every database must keep: each method is
 one transaction of its Backend's (backend.py), around a function that runs the SQL written once
-for every dialect (claim_sql, commit_sql, add_sql, reads, ops_sql, retries, tz_sql). What
+for every dialect (claim_sql, commit_sql, add_sql, reads, ops_sql, pause_sql, retries,
+tz_sql). What
 differs between databases is the backend's (connections, transactions, errors, health, whose
 clock judges what is due) or its Dialect's (data). The records that cross it are records.py's.
 """
@@ -18,6 +19,7 @@ from duequeue.store import (
     commit_sql,
     dashboard_sql,
     ops_sql,
+    pause_sql,
     reads,
     retries,
     tz_sql,
@@ -422,6 +424,11 @@ class Store:
         """
         return self._write(lambda run: ops_sql.cancel(run, self.dialect, ids, now), "cancel")
 
+    def cancel_key(self, key: str, now: int) -> list[Change]:
+        """Cancel the live reminder (pending or dead) holding `key`, as `cancel` does its id.
+        Raise NotFoundError (field `key`), writing nothing, if no live reminder holds it."""
+        return self._write(lambda run: ops_sql.cancel_key(run, self.dialect, key, now), "cancel")
+
     def retry_dead(self, ids: Sequence[int] | None, now: int) -> list[Change]:
         """Re-arm dead fires: the row's pending fire becomes its oldest dead fire not yet
         retried, due at `now` with error_count 0, and that dead letter gets retried_at = now.
@@ -453,6 +460,38 @@ class Store:
             return shared.enabled(ids, reads.known(run, d, ids), changed)
 
         return self._write(work, "enable")
+
+    def pause(self, ids: Sequence[int], now: int) -> list[Change]:
+        """Pause reminders: no tick delivers their pending fire, nor their per-target retries,
+        until `resume`. The pending fire stays in fire_at, next_fire_at becomes NULL.
+
+        Skipped with a reason: a row cancelled, done or dead, already paused, with no pending
+        fire, or held by a tick (its lease, or one of its target retries'): the tick's
+        write-back would otherwise give it a next fire. Each pause is recorded for history.
+        Raise NotFoundError, writing nothing, if an id names no reminder.
+        """
+        # Repeatable: a repeat finds the rows paused and skips them.
+        return self._write(lambda run: pause_sql.pause(run, self.dialect, ids, now), "pause")
+
+    def resume(self, ids: Sequence[int], now: int) -> list[Change]:
+        """Resume paused reminders: the pending fire is due again at fire_at (at once, if that
+        passed while paused). A row not paused is skipped with a reason. Raise NotFoundError,
+        writing nothing, if an id names no reminder."""
+        return self._write(lambda run: pause_sql.resume(run, self.dialect, ids, now), "resume")
+
+    def queue_paused(self) -> int | None:
+        """Return since when the whole queue is paused (ms), None when it is not. A tick reads
+        this before it claims; the claim's statements test it too."""
+        return self._read(lambda run: pause_sql.queue_paused(run, self.dialect), "pause check")
+
+    def pause_queue(self, now: int) -> int | None:
+        """Pause the whole queue (a pause already there keeps its time); return since when it
+        was paused before this call, None if it was not."""
+        return self._write(lambda run: pause_sql.pause_queue(run, self.dialect, now), "pause")
+
+    def resume_queue(self) -> int | None:
+        """Resume the whole queue; return since when it was paused, None if it was not."""
+        return self._write(lambda run: pause_sql.resume_queue(run, self.dialect), "resume")
 
     def prune(self, before: int, *, dry_run: bool = False) -> PruneCounts:
         """Delete what finished before `before`; return the counts (nothing deleted on dry_run).

@@ -72,7 +72,7 @@ def add_arguments(body: dict[str, Any]) -> dict[str, Any]:
         if value is None and name != "data":
             continue
         if name in _TEXT:
-            args[name] = _text(value, name)
+            args[name] = text(value, name)
         elif name in _LISTS:
             args[name] = _texts(value, name)
         elif name == "targets":
@@ -84,7 +84,8 @@ def add_arguments(body: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def _text(value: Any, field: str) -> str:
+def text(value: Any, field: str) -> str:
+    """Return a JSON value that must be a string, or raise BadInputError naming `field`."""
     if not isinstance(value, str):
         raise BadInputError("expected a string", field=field)
     return value
@@ -93,7 +94,7 @@ def _text(value: Any, field: str) -> str:
 def _texts(value: Any, field: str) -> list[str]:
     if not isinstance(value, list):
         raise BadInputError("expected an array of strings", field=field)
-    return [_text(v, f"{field}[{i}]") for i, v in enumerate(value)]
+    return [text(v, f"{field}[{i}]") for i, v in enumerate(value)]
 
 
 def _targets(value: Any) -> list[tuple[str, str]]:
@@ -103,11 +104,12 @@ def _targets(value: Any) -> list[tuple[str, str]]:
     for i, t in enumerate(value):
         if not isinstance(t, dict) or set(t) != {"channel", "address"}:
             raise BadInputError("expected {channel, address}", field=f"targets[{i}]")
-        found.append((_text(t["channel"], f"targets[{i}]"), _text(t["address"], f"targets[{i}]")))
+        found.append((text(t["channel"], f"targets[{i}]"), text(t["address"], f"targets[{i}]")))
     return found
 
 
-def _reminder_id(request: web.Request) -> int:
+def reminder_id(request: web.Request) -> int:
+    """Return the reminder id of the URL, or raise NotFoundError."""
     rid = parse_id(request.match_info["id"], "id")
     if rid is None:
         raise NotFoundError(f"no reminder with id {request.match_info['id'][:32]}", field="id")
@@ -132,7 +134,7 @@ async def list_reminders(request: web.Request) -> web.Response:
 
 
 async def get_reminder(request: web.Request) -> web.Response:
-    rid = _reminder_id(request)
+    rid = reminder_id(request)
 
     def work(q: Queue) -> dict[str, Any]:
         found = q.history(rid).reminder
@@ -143,7 +145,7 @@ async def get_reminder(request: web.Request) -> web.Response:
 
 
 async def get_history(request: web.Request) -> web.Response:
-    rid = _reminder_id(request)
+    rid = reminder_id(request)
     found = await request.app[QUEUES].call(lambda q: q.history(rid))
     return _json(jsonforms.history(found))
 
@@ -158,24 +160,25 @@ def _changes(found: list[Change]) -> web.Response:
 
 
 async def retry(request: web.Request) -> web.Response:
-    rid = _reminder_id(request)
-    _no_body(request)
+    rid = reminder_id(request)
+    no_body(request)
     return _changes(await request.app[QUEUES].call(lambda q: q.retry(rid)))
 
 
 async def cancel(request: web.Request) -> web.Response:
-    rid = _reminder_id(request)
-    _no_body(request)
+    rid = reminder_id(request)
+    no_body(request)
     return _changes(await request.app[QUEUES].call(lambda q: q.cancel(rid)))
 
 
 async def enable(request: web.Request) -> web.Response:
-    rid = _reminder_id(request)
-    _no_body(request)
+    rid = reminder_id(request)
+    no_body(request)
     return _changes(await request.app[QUEUES].call(lambda q: q.enable(rid)))
 
 
-def _no_body(request: web.Request) -> None:
+def no_body(request: web.Request) -> None:
+    """Refuse a change without a JSON content type on a server without a token."""
     # Without a token, a page of another site could POST here from the browser of whoever runs
     # serve: it cannot send the Bearer token, nor a JSON body without asking first (CORS).
     guard = request.app[GUARD]

@@ -7,19 +7,20 @@ throttle), CSRF and Origin on the dashboard's forms, a Host of this machine with
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 
 from duequeue.api import prometheus
 from duequeue.errors import DuequeueError
-from duequeue.web import api, inputs, pages, problems, proxy, tries
+from duequeue.web import action_pages, api, api_changes, inputs, pages, problems, proxy, tries
 from duequeue.web.auth import (
     SESSION_COOKIE,
     Guard,
     host_name,
     is_loopback,
     new_session,
+    safe_next,
     session_of,
     set_cookie,
 )
@@ -72,6 +73,10 @@ def make_app(
     app[THROTTLE] = throttle or Throttle()
     app.add_routes([web.get("/static/style.css", _style), web.get("/metrics", _metrics)])
     app.add_routes(api.routes(guard.read_only))
+    if not guard.read_only:
+        # Before pages.py's: its /reminders/{id}/{action} would take their paths.
+        app.add_routes(api_changes.routes())
+        app.add_routes(action_pages.routes())
     app.add_routes(pages.routes(guard.read_only))
     return app
 
@@ -161,7 +166,10 @@ async def _access(request: web.Request, handler: Handler) -> web.StreamResponse:
     request[SESSION_COOKIE] = session or new_session()
     found = guard.cookie(request)
     if found is None and request.path not in _PUBLIC:
-        raise web.HTTPSeeOther("/login")
+        # Back to the page asked for once logged in (a path of this site only: auth.safe_next).
+        back = safe_next(request.path_qs) if request.method in _READS else None
+        asked = "?" + urlencode({"next": back}) if back and back != "/" else ""
+        raise web.HTTPSeeOther("/login" + asked)
     request[ROLE] = found or "read"
     if request.method not in _READS:
         await _check_form(request, guard)

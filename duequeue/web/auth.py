@@ -17,6 +17,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Literal
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -137,6 +138,19 @@ def host_name(header: str) -> str:
     if header.startswith("["):
         return header.split("]", 1)[0] + "]"
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def safe_next(text: str | None) -> str | None:
+    """Return where a login may send the browser back to: a path of this site (with its
+    query), never another site's (`//host`, `/\\host`, a scheme), nor the login itself."""
+    if not text or len(text) > 2048 or not text.startswith("/") or text.startswith("//"):
+        return None
+    if "\\" in text or any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        return None  # browsers read a backslash as a slash, and drop tabs and newlines
+    parts = urlsplit(text)
+    if parts.scheme or parts.netloc or parts.path in ("/login", "/logout"):
+        return None
+    return text
 
 
 def _same(given: str, expected: str) -> bool:

@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 from html import escape
 from urllib.parse import urlencode
 
+from duequeue.api.from_records import on_clock
+
 CSS = """
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d232a;
@@ -30,7 +32,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .chart{width:100%;max-width:780px;background:#fff;border:1px solid #e3e6ea;border-radius:6px;
 margin:.3em 0 1em;display:block}
 .chart .sent{fill:#2e7d32}.chart .failed{fill:#c62828}.chart .due{fill:#1565c0}
-.chart .axis{stroke:#8a949e}.chart .tick,.chart .label{font-size:11px;fill:#5b6670}
+.chart .axis{stroke:#8a949e}.chart .grid{stroke:#e3e6ea}
+.chart .tick,.chart .label{font-size:11px;fill:#5b6670}
 .chart .label{font-size:12px;fill:#1d232a;font-weight:600}
 .state{display:inline-block;padding:0 .45em;border-radius:4px;font-size:.85em;background:#e8edf2}
 .state.dead,.state.failed,.state.permanent{background:#fde2e1;color:#8a1c12}
@@ -47,6 +50,12 @@ input,select{font:inherit;padding:.25em .4em}
 .muted{color:#5b6670}.note{background:#fff;border-left:4px solid #1565c0;padding:.5em .8em}
 .error{background:#fff;border-left:4px solid #b42318;padding:.5em .8em}
 .pager{display:flex;gap:1em;margin:.5em 0 1em}
+.local{color:#1b4f8a;white-space:nowrap}.utc{white-space:nowrap}
+.banner{background:#fff2cc;border-left:4px solid #b26a00;padding:.5em .8em;margin-bottom:1em}
+.outcome{font-weight:600}.outcome.skipped{color:#7a5200}
+form.stack label{display:block;margin:.5em 0}form.stack input,form.stack textarea{width:100%;
+max-width:640px;display:block}textarea{font:inherit;padding:.25em .4em}
+.actions{display:flex;flex-wrap:wrap;gap:.5em;align-items:center;margin:.5em 0 1em}
 code{background:#eef1f4;padding:0 .25em;border-radius:3px}
 pre.sends{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;font-size:.95em}
 """
@@ -60,6 +69,23 @@ def h(value: object) -> str:
 def when(at: datetime | None) -> str:
     """Return an instant as the CLI prints it: UTC, to the second."""
     return "" if at is None else at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def at(instant: datetime | None, tz: str | None = None) -> str:
+    """Return an instant as HTML: UTC, and beside it the same on the clocks of `tz` (the
+    reminder's zone), where people live, unless that is UTC."""
+    if instant is None:
+        return ""
+    utc = f'<span class="utc">{h(when(instant))}</span>'
+    local = None if tz is None or tz in ("UTC", "Etc/UTC") else on_clock(instant, tz)
+    if local is None:
+        return utc
+    shown = (
+        local.strftime("%Y-%m-%d %H:%M:%S")
+        if local.date() != instant.date()
+        else (local.strftime("%H:%M:%S"))
+    )
+    return f'{utc} <span class="local">({h(shown)} {h(tz)})</span>'
 
 
 def span(d: timedelta | None) -> str:

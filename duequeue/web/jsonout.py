@@ -8,7 +8,7 @@ from duequeue.api.results import Change
 
 
 def change(c: Change) -> dict[str, Any]:
-    """Return what retry, cancel or enable did to one reminder."""
+    """Return what retry, cancel, enable, pause or resume did to one reminder."""
     return {
         "id": c.reminder_id,
         "applied": c.applied,

@@ -9,6 +9,7 @@ from typing import Any
 
 from duequeue.errors import (
     BadInputError,
+    ChangeRefusedError,
     DuequeueError,
     KeyConflictError,
     NotFoundError,
@@ -20,7 +21,7 @@ _S = {"type": "string"}
 _NS = {"type": ["string", "null"]}
 _TIME = {"type": ["string", "null"], "format": "date-time"}
 _INT = {"type": "integer"}
-_STATES = ["all", "pending", "due", "retrying", "dead", "done", "cancelled"]
+_STATES = ["all", "pending", "due", "retrying", "paused", "dead", "done", "cancelled"]
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -53,7 +54,7 @@ _REMINDER = _obj(
         "rrule": _NS,
         "cron": _NS,
         "tz": _S,
-        "state": {"enum": ["pending", "done", "dead", "cancelled"]},
+        "state": {"enum": ["pending", "paused", "done", "dead", "cancelled"]},
         "dead": {"type": "boolean", "description": "it has a dead letter awaiting retry"},
         "dead_letters": {**_INT, "description": "its dead letters awaiting retry"},
         "fire_at": _TIME,
@@ -70,9 +71,10 @@ _REMINDER = _obj(
         "local_fire_at": _NS,
         "start_wall": _NS,
         "fire_release": _NS,
+        "paused_at": {**_TIME, "description": "since when it is paused (state `paused`)"},
     }
 )
-_ADD = {
+_ADD: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
@@ -115,7 +117,7 @@ _SENT_FAILED = _obj({"sent": _INT, "failed": _INT})
 _STATS = _obj(
     {
         "at": {"type": "string", "format": "date-time"},
-        "reminders": _obj({k: _INT for k in ("pending", "done", "dead", "cancelled")}),
+        "reminders": _obj({k: _INT for k in ("pending", "done", "dead", "cancelled", "paused")}),
         **{
             k: _INT
             for k in (
@@ -128,6 +130,10 @@ _STATS = _obj(
                 "disabled_targets",
                 "moved_fires",
             )
+        },
+        "queue_paused_since": {
+            **_TIME,
+            "description": "since when the whole queue is paused: ticks deliver nothing",
         },
         "oldest_due_at": _TIME,
         "oldest_due_lateness_s": _NUM,
@@ -217,8 +223,9 @@ _DESCRIBED = {
     403: "Refused: a change with the read token, or, without a token, a request not from this"
     " machine",
     404: "No such reminder",
-    409: "The key is held by another reminder whose content differs: nothing was added;"
-    " `existing_id` names that reminder",
+    409: "A conflict, nothing changed: the key is held by another reminder whose content"
+    " differs (`existing_id` names it), or a change was refused (a tick is delivering the"
+    " reminder: try again; or it is done, cancelled or dead)",
     413: "Body too large",
     429: "Too many wrong tokens from this client: try again after `Retry-After` seconds",
     503: "The database is busy or unreachable: try again after `Retry-After` seconds",
@@ -271,6 +278,89 @@ def _action(summary: str) -> dict[str, Any]:
             },
         }
     }
+
+
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def _fields(names: tuple[str, ...]) -> dict[str, Any]:
+    props = _ADD["properties"]
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {n: props[n] for n in names},
+    }
+
+
+_CHANGED = _obj({"reminder": _ref("Reminder"), "notes": {"type": "array", "items": _S}})
+_FILTER = {
+    "state": {"enum": _STATES},
+    "search": {**_S, "description": "part of a subject, key or target, as the list's search"},
+    "dry_run": {"type": "boolean", "description": "count and list the ids; change nothing"},
+}
+_BULK = _obj(
+    {
+        "matched": {**_INT, "description": "reminders the filter matched (at most 10,000)"},
+        "more": {"type": "boolean", "description": "more matched than one go takes"},
+        "ids": {"type": "array", "items": _INT, "description": "dry_run: the ids matched"},
+        "changes": _CHANGES["properties"]["changes"],
+    },
+    ["matched", "more"],
+)
+_PAUSE = _obj({"paused": {"type": "boolean"}, "since": _TIME, "changed": {"type": "boolean"}})
+
+
+def _post(summary: str, ok: dict[str, Any], raised: tuple[type[DuequeueError], ...],
+          body: dict[str, Any] | None = None, rid: bool = True) -> dict[str, Any]:  # fmt: skip
+    op: dict[str, Any] = {"summary": summary, "parameters": [_ID] if rid else []}
+    if body is not None:
+        op["requestBody"] = _body(body)
+    op["responses"] = {"200": _ok(ok), **errors(*raised, body=True)}
+    return {"post": op}
+
+
+def _changes() -> dict[str, Any]:
+    """Return the paths of the changes beyond add, retry, cancel and enable (api_changes.py)."""
+    refused = (BadInputError, NotFoundError, ChangeRefusedError)
+    by_id = (BadInputError, NotFoundError)
+    return {
+        "/api/v1/reminders/{id}/reschedule": _post(
+            "Move its next fire, or give it a new rule or zone (as `reschedule`)",
+            _CHANGED, refused, _fields(("at", "tz", "rrule", "cron")),
+        ),
+        "/api/v1/reminders/{id}/edit": _post(
+            "Change its subject, body, data or targets (as `edit`)",
+            _CHANGED, refused,
+            _fields(("subject", "body", "data", "emails", "webhooks", "notify", "targets",
+                     "webhook_secret")),
+        ),
+        "/api/v1/reminders/{id}/pause": _post("Pause it (as `pause ID`)", _ref("Changes"), by_id),
+        "/api/v1/reminders/{id}/resume": _post(
+            "Resume it (as `resume ID`)", _ref("Changes"), by_id
+        ),
+        "/api/v1/reminders/cancel": _post(
+            "Cancel the reminder holding a key (`{\"key\": K}`, as `cancel --key`), or every"
+            " reminder a filter matches (`state`, required: `all` for every one; `search`)",
+            {"anyOf": [_ref("Changes"), _BULK]}, by_id,
+            {"type": "object", "additionalProperties": False,
+             "properties": {"key": _S, **_FILTER}},
+            rid=False,
+        ),
+        "/api/v1/reminders/retry": _post(
+            "Re-arm the dead fires of every reminder a filter matches (default state: dead)",
+            _BULK, (BadInputError,),
+            {"type": "object", "additionalProperties": False, "properties": _FILTER},
+            rid=False,
+        ),
+        "/api/v1/queue/pause": _post(
+            "Pause the whole queue: ticks deliver nothing (as `pause`)", _PAUSE, (BadInputError,),
+            rid=False
+        ),
+        "/api/v1/queue/resume": _post(
+            "Resume the whole queue (as `resume`)", _PAUSE, (BadInputError,), rid=False
+        ),
+    }  # fmt: skip
 
 
 def document(read_only: bool) -> dict[str, Any]:
@@ -371,6 +461,7 @@ def document(read_only: bool) -> dict[str, Any]:
         paths["/api/v1/reminders/{id}/retry"] = _action("Re-arm its dead fire (as `retry`)")
         paths["/api/v1/reminders/{id}/cancel"] = _action("Cancel it (as `cancel`)")
         paths["/api/v1/reminders/{id}/enable"] = _action("Enable its 410'd targets")
+        paths.update(_changes())
     return {
         "openapi": "3.1.0",
         "info": {

@@ -3,6 +3,7 @@ the confirmation of each action and its result, login. Each handler makes one Qu
 for a reminder's page: its history and its next fires), then renders html.py's parts."""
 
 import json
+from datetime import datetime
 from typing import Any
 
 from aiohttp import web
@@ -10,15 +11,32 @@ from aiohttp import web
 from duequeue.api.queue import Queue
 from duequeue.api.results import Change, History, Overview, Page, Reminder, Target
 from duequeue.errors import BadInputError, NotFoundError
-from duequeue.web import charts, inputs, tries
-from duequeue.web.auth import DEVICE_AGE, DEVICE_COOKIE, LOGIN_COOKIE, SESSION_COOKIE, set_cookie
-from duequeue.web.html import facts, h, page, post_button, span, state, status, table, url, when
+from duequeue.web import bulk, charts, inputs, tries
+from duequeue.web.auth import (
+    DEVICE_AGE,
+    DEVICE_COOKIE,
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    safe_next,
+    set_cookie,
+)
+from duequeue.web.html import (
+    at,
+    facts,
+    h,
+    page,
+    post_button,
+    span,
+    state,
+    status,
+    table,
+    url,
+    when,
+)
 from duequeue.web.keys import GUARD, QUEUES, THROTTLE, may_change, parse_id, role
 
-STATES = ("all", "pending", "due", "retrying", "dead", "done", "cancelled")
+STATES = ("all", "pending", "due", "retrying", "paused", "dead", "done", "cancelled")
 PAGE_SIZE = 50
-# "Retry all" re-arms at most this many dead letters in one go (one transaction).
-RETRY_ALL_MAX = 10_000
 ACTIONS = {
     "retry": (
         "Retry",
@@ -30,6 +48,16 @@ ACTIONS = {
         "Enable targets",
         "Switch back on the targets of reminder {id} that were "
         "disabled after their endpoint answered 410 Gone.",
+    ),
+    "pause": (
+        "Pause",
+        "Pause reminder {id}: no tick delivers it, nor its targets' own retries, until it is "
+        "resumed; its pending fire is kept.",
+    ),
+    "resume": (
+        "Resume",
+        "Resume reminder {id}: its pending fire is due again, at the next tick if its time "
+        "passed while it was paused.",
     ),
 }
 
@@ -54,20 +82,22 @@ def routes(read_only: bool) -> list[web.RouteDef]:
     return found
 
 
-def _csrf(request: web.Request) -> str:
+def csrf_of(request: web.Request) -> str:
+    """Return the CSRF token of the forms shown to this browser session."""
     return request.app[GUARD].csrf(request[SESSION_COOKIE])
 
 
-def _html(
+def html_page(
     request: web.Request, title: str, body: str, status: int = 200, refresh: int | None = None
 ) -> web.Response:
+    """Return a page in the frame, with the logout button and role note this request gets."""
     guard = request.app[GUARD]
     # Logged in with the read token: the header says so (and pages show no action).
     reader = guard.token is not None and role(request) == "read" and _logged_in(request)
     text = page(
         title,
         body,
-        csrf=_csrf(request),
+        csrf=csrf_of(request),
         logout=guard.token is not None and _logged_in(request),
         refresh=refresh,
         note="read-only" if reader or guard.read_only else None,
@@ -79,7 +109,7 @@ def _logged_in(request: web.Request) -> bool:
     return request.app[GUARD].cookie(request) is not None
 
 
-def _changer(request: web.Request) -> None:
+def require_changer(request: web.Request) -> None:
     """Refuse a page that leads to a change to whoever may not make it (the read token)."""
     if not may_change(request):
         raise web.HTTPForbidden(text="the read-only token changes nothing")
@@ -90,10 +120,11 @@ def _changer(request: web.Request) -> None:
 
 async def overview(request: web.Request) -> web.Response:
     o = await request.app[QUEUES].call(lambda q: q.overview())
-    return _html(request, "Overview", render_overview(o), refresh=30)
+    body = render_overview(o, not may_change(request))
+    return html_page(request, "Overview", body, refresh=30)
 
 
-def render_overview(o: Overview) -> str:
+def render_overview(o: Overview, read_only: bool = True) -> str:
     s = o.stats
     cards = [
         ("pending", s.pending, "pending", False),
@@ -106,6 +137,7 @@ def render_overview(o: Overview) -> str:
             and s.oldest_due_lateness.total_seconds() > 120,
         ),
         ("retrying", s.retrying, "retrying", False),
+        ("paused", s.paused, "paused", False),
         ("targets retrying on their own", s.retrying_targets, None, False),
         # The reminders the dead list shows (those marked dead in every view), not their fires.
         ("dead (reminders with a dead letter)", s.dead_reminders, "dead", s.dead_reminders > 0),
@@ -137,9 +169,26 @@ def render_overview(o: Overview) -> str:
         ]
     )
     return (
-        f'<h1>Overview</h1><div class="cards">{html_cards}</div>{shown}'
+        f"<h1>Overview</h1>{_paused(s.queue_paused_since, read_only)}"
+        f'<div class="cards">{html_cards}</div>{shown}'
         f"{charts.deliveries(o.per_minute)}{charts.due(o.per_hour)}"
         '<p class="muted">This page refreshes itself every 30 seconds.</p>'
+    )
+
+
+def _paused(since: datetime | None, read_only: bool) -> str:
+    """Return the whole queue's pause as a banner (with Resume), or a Pause button."""
+    if since is None:
+        return (
+            ""
+            if read_only
+            else '<p class="actions"><a class="button secondary" href="/queue/pause">'
+            "Pause the queue…</a></p>"
+        )
+    button = "" if read_only else ' <a class="button" href="/queue/resume">Resume…</a>'
+    return (
+        f'<p class="banner" id="queue-paused">The queue is paused since {at(since)}: ticks '
+        f"deliver nothing until it is resumed.{button}</p>"
     )
 
 
@@ -158,7 +207,7 @@ async def reminders(request: web.Request) -> web.Response:
     )
     body = render_list(found, st, search, before is not None, not may_change(request))
     title = "Dead letters" if st == "dead" else "Reminders"
-    return _html(request, title, body)
+    return html_page(request, title, body)
 
 
 def render_list(found: Page, st: str, search: str | None, paged: bool, read_only: bool) -> str:
@@ -188,17 +237,30 @@ def render_list(found: Page, st: str, search: str | None, paged: bool, read_only
             f"(down to id {found.next_before}) before the page was full; the next page "
             "searches the older ones.</p>",
         )
-    retry_all = ""
-    if st == "dead" and found.reminders and not read_only:
-        retry_all = (
-            f'<p><a class="button danger" href="{h(url("/retry-all", search=search))}">'
-            "Retry all dead letters matching this filter…</a></p>"
+    bulk = []
+    if (found.reminders or found.partial) and not read_only:
+        if st == "dead":
+            bulk.append(
+                f'<a class="button danger" href="{h(url("/retry-all", search=search))}">'
+                "Retry all dead letters matching this filter…</a>"
+            )
+        if st not in ("cancelled", "done"):
+            bulk.append(
+                f'<a class="button danger" href="{h(url("/bulk-cancel", state=st, search=search))}"'
+                ">Cancel all matching this filter…</a>"
+            )
+    if not read_only:
+        bulk.append(
+            '<form class="inline" method="get" action="/cancel-key"><label>key '
+            '<input name="key" required maxlength="255"></label> '
+            '<button class="secondary" type="submit">Cancel by key…</button></form>'
         )
+    actions = f'<div class="actions">{"".join(bulk)}</div>' if bulk else ""
     heading = "Dead letters" if st == "dead" else "Reminders"
     return (
-        f"<h1>{heading}</h1>{filters}{retry_all}"
+        f"<h1>{heading}</h1>{filters}{actions}"
         + table(
-            ["id", "subject", "key", "state", "next fire", "targets", "last error"],
+            ["id", "subject", "key", "state", "next fire (UTC and local)", "targets", "last error"],
             rows,
             "no reminders match",
         )
@@ -213,7 +275,7 @@ def _row(r: Reminder, st: str) -> list[str]:
         f'<a href="/reminders/{r.id}">{h(r.subject)}</a>',
         h(r.key),
         status(r.status),
-        h(when(r.next_fire_at)),
+        at(r.next_fire_at, r.tz) or (at(r.fire_at, r.tz) if r.state == "paused" else ""),
         "<br>".join(h(f"{t.channel}: {t.display}") for t in r.targets),
         h(r.last_error),
     ]
@@ -223,17 +285,18 @@ def _row(r: Reminder, st: str) -> list[str]:
 
 
 async def reminder(request: web.Request) -> web.Response:
-    rid = _id(request)
+    rid = reminder_id(request)
 
     def work(q: Queue) -> tuple[History, Any]:
         return q.history(rid), q.next_fires(rid, 5)
 
     found, fires = await request.app[QUEUES].call(work)
-    body = render_reminder(found, fires, _csrf(request), not may_change(request))
-    return _html(request, f"Reminder {rid}", body)
+    body = render_reminder(found, fires, csrf_of(request), not may_change(request))
+    return html_page(request, f"Reminder {rid}", body)
 
 
-def _id(request: web.Request) -> int:
+def reminder_id(request: web.Request) -> int:
+    """Return the reminder id of the URL, or raise NotFoundError."""
     rid = parse_id(request.match_info["id"], "id")
     if rid is None:
         raise NotFoundError(f"no reminder with id {request.match_info['id'][:32]}", field="id")
@@ -278,6 +341,16 @@ def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> s
     if not read_only:
         if open_dead or r.state == "dead":
             actions.append(f'<a class="button" href="/reminders/{r.id}/retry">Retry…</a>')
+        if r.state in ("pending", "paused"):
+            actions.append(
+                f'<a class="button secondary" href="/reminders/{r.id}/reschedule">Reschedule…</a>'
+            )
+        if r.state not in ("cancelled", "done"):
+            actions.append(f'<a class="button secondary" href="/reminders/{r.id}/edit">Edit…</a>')
+        if r.state == "pending":
+            actions.append(f'<a class="button secondary" href="/reminders/{r.id}/pause">Pause…</a>')
+        if r.state == "paused":
+            actions.append(f'<a class="button" href="/reminders/{r.id}/resume">Resume…</a>')
         if r.state not in ("cancelled", "done"):
             actions.append(f'<a class="button danger" href="/reminders/{r.id}/cancel">Cancel…</a>')
         if any(t.disabled_at is not None for t in r.targets):
@@ -292,20 +365,26 @@ def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> s
             ("dead letters awaiting retry", f'<span id="dead-letters">{r.dead_letters}</span>'),
             ("rule", h(rule)),
             ("zone", h(r.tz)),
-            ("next fire", h(when(r.next_fire_at))),
+            ("next fire", at(r.next_fire_at, r.tz) if r.paused_at is None else "none while paused"),
+            *(
+                [("paused since", at(r.paused_at, r.tz)), ("pending fire", at(r.fire_at, r.tz))]
+                if r.paused_at is not None
+                else []
+            ),
             ("errors on the pending fire", f"{r.error_count} {h(r.last_error or '')}"),
-            ("created", h(when(r.created_at))),
+            ("created", at(r.created_at, r.tz)),
         ]
     )
-    next_rows = [[h(f.local.isoformat()), h(when(f.at))] for f in fires.fires]
+    next_rows = [[h(f.local.strftime("%Y-%m-%d %H:%M:%S %Z")), h(when(f.at))] for f in fires.fires]
     targets = [
         [h(t.channel), h(t.display), state(target_state(t, found)), "yes" if t.has_secret else ""]
         for t in r.targets
     ]
+    tz = r.tz
     attempts = [
         [
-            h(when(a.at)),
-            h(when(a.fire_at)),
+            at(a.at, tz),
+            at(a.fire_at, tz),
             h("" if a.target is None else f"{a.target.channel}: {a.target.display}"),
             state(a.outcome),
             str(a.attempt),
@@ -315,21 +394,21 @@ def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> s
     ]
     dead = [
         [
-            h(when(d.fire_at)),
-            h(when(d.dead_at)),
+            at(d.fire_at, tz),
+            at(d.dead_at, tz),
             str(d.error_count),
             h(d.last_error),
-            h(when(d.retried_at)) or "awaiting retry",
+            at(d.retried_at, tz) or "awaiting retry",
         ]
         for d in found.dead_letters
     ]
     retrying = [
         [
-            h(when(t.fire_at)),
+            at(t.fire_at, tz),
             h("" if t.target is None else t.target.display),
             str(t.error_count),
             h(t.last_error),
-            h(when(t.next_try_at)),
+            at(t.next_try_at, tz),
         ]
         for t in found.target_retries
     ]
@@ -353,7 +432,7 @@ def render_reminder(found: History, fires: Any, csrf: str, read_only: bool) -> s
 
 
 def _action(request: web.Request) -> tuple[int, str]:
-    rid, action = _id(request), request.match_info["action"]
+    rid, action = reminder_id(request), request.match_info["action"]
     if action not in ACTIONS:
         raise web.HTTPNotFound()
     return rid, action
@@ -361,25 +440,25 @@ def _action(request: web.Request) -> tuple[int, str]:
 
 async def confirm(request: web.Request) -> web.Response:
     rid, action = _action(request)
-    _changer(request)
+    require_changer(request)
     label, text = ACTIONS[action]
     body = (
         f"<h1>{h(label)} reminder {rid}?</h1><p>{h(text.format(id=rid))}</p><p>"
         + post_button(
             f"/reminders/{rid}/{action}",
             f"Yes, {label.lower()}",
-            _csrf(request),
+            csrf_of(request),
             danger=action == "cancel",
         )
         + f' <a class="button secondary" href="/reminders/{rid}">No, go back</a></p>'
     )
-    return _html(request, f"{label} reminder {rid}", body)
+    return html_page(request, f"{label} reminder {rid}", body)
 
 
 async def act(request: web.Request) -> web.Response:
     rid, action = _action(request)
     changes: list[Change] = await request.app[QUEUES].call(lambda q: getattr(q, action)(rid))
-    return _html(
+    return html_page(
         request,
         f"{ACTIONS[action][0]}: reminder {rid}",
         render_changes(ACTIONS[action][0], changes, f"/reminders/{rid}"),
@@ -387,40 +466,48 @@ async def act(request: web.Request) -> web.Response:
 
 
 def render_changes(label: str, changes: list[Change], back: str) -> str:
+    # Words, not the coloured labels of a state: "done" here would read as the reminder's state.
     rows = [
         [
             f'<a href="/reminders/{c.reminder_id}">{c.reminder_id}</a>',
-            state("done") if c.applied else state("skipped"),
-            h(when(c.fire_at)) if c.applied else h(c.skipped),
+            '<span class="outcome">changed</span>'
+            if c.applied
+            else '<span class="outcome skipped">not changed</span>',
+            (f"fire {at(c.fire_at)}" if c.fire_at else "") if c.applied else h(c.skipped),
         ]
         for c in changes
     ]
     applied = sum(c.applied for c in changes)
     return (
         f'<h1>{h(label)}</h1><p class="note" id="result">{applied} of {len(changes)} changed.</p>'
-        + table(["reminder", "result", "detail"], rows, "nothing to do")
+        + table(["reminder", "what happened", "detail"], rows, "nothing to do")
         + f'<p><a class="button secondary" href="{h(back)}">Back</a></p>'
     )
 
 
 async def confirm_retry_all(request: web.Request) -> web.Response:
-    _changer(request)
+    require_changer(request)
     search = inputs.query_search(request)
-    what = "every dead letter" + (f" matching {search!r}" if search else "")
+    f = bulk.Filter("dead", search)
+    matched: bulk.Matched = await request.app[QUEUES].call(lambda q: bulk.matching(q, f))
+    count = len(matched.ids)
+    what = "dead letters" + (f" matching {search!r}" if search else "")
     back = url("/reminders", state="dead", search=search)
+    more = f" (the first {bulk.MAX} of more)" if matched.more else ""
     body = (
-        f"<h1>Retry {h(what)}?</h1><p>Each reminder's oldest dead fire is re-armed, due now, as "
-        f"<code>duequeue retry</code> does (at most {RETRY_ALL_MAX} reminders).</p><p>"
+        f'<h1>Retry {count} {h(what)}?</h1><p id="count"><strong>{count}</strong> reminders '
+        f"with a dead fire match now{h(more)}. Each reminder's oldest dead fire is re-armed, "
+        "due now, as <code>duequeue retry</code> does.</p><p>"
         + post_button(
             "/retry-all",
-            "Yes, retry them all",
-            _csrf(request),
+            f"Yes, retry {count}",
+            csrf_of(request),
             {"search": search or ""},
             danger=True,
         )
         + f' <a class="button secondary" href="{h(back)}">No, go back</a></p>'
     )
-    return _html(request, "Retry all", body)
+    return html_page(request, "Retry all", body)
 
 
 async def retry_all(request: web.Request) -> web.Response:
@@ -430,29 +517,21 @@ async def retry_all(request: web.Request) -> web.Response:
     def work(q: Queue) -> list[Change]:
         if search is None:
             return q.retry(all_dead=True)  # `duequeue retry --all-dead`
-        ids: list[int] = []
-        before = None
-        while len(ids) < RETRY_ALL_MAX:
-            found = q.browse("dead", search=search, before=before, limit=1000)
-            ids += [r.id for r in found.reminders]
-            before = found.next_before
-            if before is None:
-                break
-        return q.retry(*ids[:RETRY_ALL_MAX]) if ids else []
+        return bulk.apply(q, "retry", bulk.Filter("dead", search))[1]
 
     changes = await request.app[QUEUES].call(work)
     back = url("/reminders", state="dead", search=search)
-    return _html(request, "Retry all", render_changes("Retry all", changes, back))
+    return html_page(request, "Retry all", render_changes("Retry all", changes, back))
 
 
 # -- login -----------------------------------------------------------------------------------
 
 
 async def login_form(request: web.Request) -> web.Response:
-    return _html(request, "Log in", _login_body(request, None))
+    return html_page(request, "Log in", _login_body(request, None, request.query.get("next")))
 
 
-def _login_body(request: web.Request, error: str | None) -> str:
+def _login_body(request: web.Request, error: str | None, back: str | None = None) -> str:
     guard = request.app[GUARD]
     if guard.token is None:
         return '<h1>Log in</h1><p class="note">No token is set: this server answers this machine only, without a login.</p>'  # noqa: E501
@@ -460,10 +539,16 @@ def _login_body(request: web.Request, error: str | None) -> str:
     return (
         f"<h1>Log in</h1>{shown}"
         '<form method="post" action="/login"><input type="hidden" name="csrf" '
-        f'value="{h(_csrf(request))}"><label>Token <input type="password" name="token" '
+        f'value="{h(csrf_of(request))}">{_next_field(back)}<label>Token '
+        '<input type="password" name="token" '
         'autocomplete="current-password" autofocus></label> <button type="submit">Log in</button>'
         "</form>"
     )
+
+
+def _next_field(back: str | None) -> str:
+    safe = safe_next(back)
+    return "" if safe is None else f'<input type="hidden" name="next" value="{h(safe)}">'
 
 
 async def login(request: web.Request) -> web.Response:
@@ -479,12 +564,15 @@ async def login(request: web.Request) -> web.Response:
         return _refused(request, f"Too many wrong tokens from here: try again in {wait} s.", wait)
     form = await inputs.form(request)
     found = guard.role_of(inputs.text_field(form, "token"))
+    back = safe_next(inputs.text_field(form, "next"))
     if found is None:
         wait = tries.failed(request, key, "the login")
         later = f" Too many wrong tokens from here: the next try waits {wait} s." if wait else ""
-        return _html(request, "Log in", _login_body(request, "That is not the token." + later), 401)
+        body = _login_body(request, "That is not the token." + later, back)
+        return html_page(request, "Log in", body, 401)
     throttle.succeeded(key)
-    response = _see_other("/")
+    # Back to the page asked for before the login (a path of this site only), else the overview.
+    response = _see_other(back or "/")
     set_cookie(response, LOGIN_COOKIE, guard.login_value(found), secure=request.secure)
     if device is None:
         set_cookie(
@@ -494,7 +582,7 @@ async def login(request: web.Request) -> web.Response:
 
 
 def _refused(request: web.Request, error: str, wait: int) -> web.Response:
-    response = _html(request, "Log in", _login_body(request, error), 429)
+    response = html_page(request, "Log in", _login_body(request, error), 429)
     response.headers["Retry-After"] = str(wait)
     return response
 

@@ -207,6 +207,7 @@ def test_tick_json_has_the_documented_keys(cli: Cli) -> None:
         "errors",
         "stopped_by",
         "alert_error",
+        "paused_since",
     }
     assert summary["max_lateness_s"] is None
     assert summary["errors"] == []
@@ -272,6 +273,7 @@ def test_inspect_json_has_the_documented_keys(cli: Cli) -> None:
         "local_fire_at": "2027-01-06T09:00:00+01:00",
         "start_wall": "2027-01-06T09:00:00",  # what the user meant, kept for new zone rules
         "fire_release": release.in_use(),
+        "paused_at": None,
     }
 
 

@@ -243,7 +243,8 @@ def test_stats_json_counts_states_due_rows_and_recent_deliveries(cli: Cli, http:
     assert r.code == 0, r.err
     assert r.json() == {
         "at": "2027-01-05T08:03:00.000Z",
-        "reminders": {"pending": 1, "done": 1, "dead": 1, "cancelled": 1},
+        "reminders": {"pending": 1, "done": 1, "dead": 1, "cancelled": 1, "paused": 0},
+        "queue_paused_since": None,
         "due": 1,
         "retrying": 0,
         "leased": 0,

@@ -57,6 +57,10 @@ INSERT INTO target_retries (reminder_id, target_id, fire_at, error_count, next_t
 SELECT r, r, {NOW} - 50000000 - g, 1,
        CASE WHEN g <= 1000 THEN {NOW} - g ELSE {NOW} + g * 1000 END, {NOW} - 50000000
 FROM generate_series(1, {RETRIES}) g, LATERAL (SELECT {DUE + 1} + g % {FUTURE + DONE} AS r) x;
+-- Paused reminders (`pause`): a seventh of those pending later, some with due target retries,
+-- which the claim must pass by without walking them all.
+UPDATE reminders SET paused_at = {NOW} - 1, next_fire_at = NULL
+WHERE id % 7 = 0 AND id > {DUE} AND id <= {DUE + FUTURE};
 INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at)
 SELECT {DUE + FUTURE} + g, {NOW} - 200000000, 3, 'boom', {NOW} - 200000000
 FROM generate_series(1, {DONE}) g;
@@ -106,6 +110,7 @@ def plans(pg_database: str) -> list[dict[str, Any]]:
 
 def _tick(store: Any) -> None:
     """Claim, record, resolve and release as a tick does, on both claim sizes."""
+    assert store.queue_paused() is None  # what a tick reads first
     for limit, owner in ((100, "small"), (5000, "large")):
         claimed = store.claim(NOW, limit, 3, 60_000, owner)
         rows = [f for f in claimed if isinstance(f.claim, RowClaim)]

@@ -71,7 +71,8 @@ def test_a_history_and_the_stats_have_the_documented_keys() -> None:
     )  # fmt: skip
     shown = jsonforms.stats(stats)
     assert set(shown) == _keys(SCHEMAS["Stats"])
-    assert shown["reminders"] == {"pending": 1, "done": 2, "dead": 0, "cancelled": 0}
+    assert shown["reminders"] == {"pending": 1, "done": 2, "dead": 0, "cancelled": 0, "paused": 0}
+    assert shown["queue_paused_since"] is None
     assert (shown["dead_letters"], shown["dead_reminders"]) == (3, 2)
     assert shown["oldest_due_lateness_s"] == 12.5
     assert shown["deliveries"]["last_hour"] == {"sent": 4, "failed": 1}

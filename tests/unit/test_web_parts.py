@@ -1,13 +1,14 @@
 """serve's small parts: where it may listen, what a Host header names, the charts (SVG that asks
 nothing of anyone, readable as text), every value escaped, how deep JSON nests."""
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from duequeue.errors import BadInputError, ConfigError
 from duequeue.web import charts, html
-from duequeue.web.auth import Guard, host_name, is_loopback
+from duequeue.web.auth import Guard, host_name, is_loopback, safe_next
 from duequeue.web.inputs import nesting
 from duequeue.web.server import check
 
@@ -64,9 +65,35 @@ def test_the_charts_are_self_contained_svg_with_a_text_equivalent() -> None:
         assert "href" not in svg and "<script" not in svg and "url(" not in svg
         assert "<title>" in svg and "<desc>" in svg
     assert "max 230" in charts.due(hours)
-    assert "at most 8 a minute" in charts.deliveries(minutes)
+    assert "in 10 minutes" in charts.deliveries(minutes)
     empty = charts.deliveries(tuple((T0, 0, 0) for _ in range(1440)))
     assert "0 sent and 0 failed" in empty
+
+
+def test_a_burst_in_one_minute_is_a_bar_of_its_own_against_a_scale() -> None:
+    minutes = [(T0 - timedelta(minutes=1439 - i), 0, 0) for i in range(1440)]
+    minutes[700] = (minutes[700][0], 480, 20)  # one minute's burst in a quiet day
+    assert len(charts.buckets(minutes)) == 144  # 5 px a bar, not 1,440 half-pixel ones
+    svg = charts.deliveries(minutes)
+    bars = re.findall(r"M([0-9.]+) ([0-9.]+)h([0-9.]+)V", svg)
+    assert len(bars) == 2  # the bucket's sent and failed, stacked
+    assert all(float(w) >= 4 for _x, _y, w in bars)
+    assert min(float(y) for _x, y, _w in bars) == 0.0  # the full height: the scale tops at 500
+    assert re.findall(r">(\d+(?:\.\d+)?)</text>", svg)[:3] == ["0", "250", "500"]
+    assert "at most 500 in 10 minutes" in svg
+
+
+def test_the_scale_tops_at_a_round_number() -> None:
+    assert [charts.nice(n) for n in (0, 1, 3, 7, 10, 11, 230, 501)] == [
+        1,
+        1,
+        5,
+        10,
+        10,
+        20,
+        500,
+        1000,
+    ]
 
 
 def test_every_value_is_escaped() -> None:
@@ -86,3 +113,32 @@ def test_json_nesting_is_counted_without_parsing() -> None:
     assert nesting(b'{"a": "[[[{{{", "b": ["\\"]]]]", "\\\\"]}') == 2
     assert nesting(b"[" * 100_000) == 100_000  # no recursion, so no RecursionError
     assert nesting(b'[[["unterminated [[[') == 6  # garbage is bounded too, never parsed
+
+
+@pytest.mark.parametrize(
+    ("asked", "back"),
+    [
+        ("/reminders/5", "/reminders/5"),
+        ("/reminders?state=dead&search=rent", "/reminders?state=dead&search=rent"),
+        ("//evil.example/x", None),
+        ("/\\evil.example", None),
+        ("https://evil.example/", None),
+        ("javascript:alert(1)", None),
+        ("/\t/evil.example", None),
+        ("/login", None),
+        ("", None),
+    ],
+)
+def test_a_login_returns_only_to_a_path_of_this_site(asked: str, back: str | None) -> None:
+    assert safe_next(asked) == back
+
+
+def test_an_instant_is_shown_in_utc_and_on_the_reminders_clocks() -> None:
+    summer = datetime(2027, 7, 1, 7, 0, tzinfo=UTC)
+    shown = html.at(summer, "Europe/Paris")
+    assert "2027-07-01 07:00:00 UTC" in shown and "(09:00:00 Europe/Paris)" in shown
+    late = html.at(datetime(2027, 7, 1, 23, 30, tzinfo=UTC), "Asia/Tokyo")
+    assert "(2027-07-02 08:30:00 Asia/Tokyo)" in late  # another day there: the date too
+    assert html.at(summer, "UTC") == '<span class="utc">2027-07-01 07:00:00 UTC</span>'
+    assert html.at(summer, "<script>") == '<span class="utc">2027-07-01 07:00:00 UTC</span>'
+    assert html.at(None, "Europe/Paris") == ""
