@@ -92,7 +92,7 @@ def test_one_sent_one_dead_reads_the_same_everywhere(db: Db, http: HttpSink) -> 
         f"reminder {rid} 'Pay rent': done, 1 dead letter;"
     )
     stats = _json(path, "stats", "--json")
-    assert stats["reminders"] == {"pending": 0, "done": 1, "dead": 0, "cancelled": 0}
+    assert stats["reminders"] == {"pending": 0, "paused": 0, "done": 1, "dead": 0, "cancelled": 0}
     assert (stats["dead_letters"], stats["dead_reminders"]) == (1, 1)
     assert "dead letters awaiting retry: 1 (on 1 reminder)" in _cli(path, "stats")
 
