@@ -99,7 +99,8 @@ class Worker:
 
     def _wait(self, until: float) -> float:
         """Wait until the monotonic instant `until`, or less if a fire made due elsewhere
-        falls before it (then until that fire); return when the tick after the wait ran."""
+        falls before it (then until that fire); return the instant the wait ended at, which
+        the fixed-rate schedule goes on from."""
         while (left := until - self._monotonic()) > 0:
             woke = None if self._listener is None else self._listener.wait(left)
             if woke is None:  # nothing to listen with (SQLite), or it is down: poll
