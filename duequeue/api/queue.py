@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, get_args
 
 from duequeue.config.settings import Settings, load_settings, load_settings_traced
-from duequeue.errors import BadInputError, DatabaseLostError, DuequeueError
+from duequeue.errors import BadInputError, DatabaseLostError, DuequeueError, StoreBusyError
 from duequeue.operations import tick
 from duequeue.schedule import release as tz_release
 from duequeue.shared.lazy import LazyModule
@@ -275,7 +275,7 @@ class Queue:
         if limit is not None:
             _positive(limit, "limit")
         store = self._open()
-        now, clock = _queue_clock(store, self.settings)
+        now, clock, release = _queue_clock(store, self.settings)
         with contextlib.ExitStack() as hold:
             try:
                 summary = tick.run(store, self.settings, now, clock, limit, hold)
@@ -283,6 +283,7 @@ class Queue:
                 if report is not None:
                     report(exc.summary)
                 raise
+            _note_release(store, release)
             if report is not None:
                 report(summary)
         return summary
@@ -324,8 +325,9 @@ class Queue:
                 on_tz_data(before, found)
             store = self._open_new()
             try:
-                now, clock = _queue_clock(store, self.settings)
+                now, clock, release = _queue_clock(store, self.settings)
                 summary = tick.run(store, self.settings, now, clock, limit)
+                _note_release(store, release)
             finally:
                 store.close()
             if on_tick is not None:
@@ -714,8 +716,11 @@ def _now() -> datetime:
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
-def _queue_clock(store: Store, settings: Settings) -> tuple[datetime, Callable[[], int]]:
-    """Return the instant a tick judges what is due by, and the clock it stamps sends with.
+def _queue_clock(
+    store: Store, settings: Settings
+) -> tuple[datetime, Callable[[], int], str | None]:
+    """Return the instant a tick judges what is due by, the clock it stamps sends with, and
+    the tz release to note once the tick is done (_note_release; None: noted with the host).
 
     On a shared database (PostgreSQL) both are the database server's, read once a tick (one
     round trip, which also notes this host as ticking, for `stats`) and carried forward by this
@@ -731,10 +736,18 @@ def _queue_clock(store: Store, settings: Settings) -> tuple[datetime, Callable[[
     if settings.clock != "host":
         server = store.note_tick(settings.host or os.uname().nodename, host_ms, mine)
     if server is None:
-        store.note_release(mine)
-        return now, _clock_ms
+        return now, _clock_ms, mine
     offset = server - host_ms
-    return from_ms(server), lambda: _clock_ms() + offset
+    return from_ms(server), lambda: _clock_ms() + offset, None
+
+
+def _note_release(store: Store, release: str | None) -> None:
+    """Note the tz release the tick read as the last tick's (SQLite, or the `clock` setting
+    `host`), after the tick: a tick that fails before its work (a corrupt database) writes
+    nothing at all, and a database too busy for the note lets it lag, as `mark_tick` does."""
+    if release is not None:
+        with contextlib.suppress(StoreBusyError):
+            store.note_release(release)
 
 
 def _clock_ms() -> int:

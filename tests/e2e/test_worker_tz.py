@@ -16,11 +16,13 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from duequeue.schedule import zones as tz_zones
 from tests.clirunner import Cli
 from tests.paths import ROOT
 from tests.procs import run_cli
@@ -107,12 +109,23 @@ def fired(http: HttpSink, path: str) -> list[str]:
     return [json.loads(r.body)["data"]["fire_at"] for r in http.requests_for(path)]
 
 
+@pytest.fixture
+def fresh_zones(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """The in-process CLI chooses its tz database once a process: choose again under this
+    test's PYTHONTZPATH, and again after it, so no other test reads Test/Zone's folders."""
+    yield monkeypatch
+    monkeypatch.undo()
+    tz_zones.reset()
+
+
 @pytest.mark.sqlite_only  # on PostgreSQL the server's clock says what is due: faketime cannot
 def test_a_worker_follows_new_tz_data_without_a_restart_and_fires_once_a_day(
-    db: Db, tmp_path: Path
+    db: Db, tmp_path: Path, fresh_zones: pytest.MonkeyPatch
 ) -> None:
     zones = Zones(tmp_path / "zones")
     env = {"PYTHONTZPATH": str(zones.path)}
+    fresh_zones.setenv("PYTHONTZPATH", str(zones.path))
+    tz_zones.reset()
     cli = Cli(db, datetime(2027, 3, 15, 12, 0, tzinfo=UTC), env=env)
     with HttpSink() as http:
         daily = cli.add("--cron", "0 9 * * *", "--tz", "Test/Zone", "--webhook", http.url("/d"))
