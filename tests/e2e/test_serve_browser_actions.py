@@ -77,7 +77,10 @@ def test_a_person_reschedules_pauses_and_cancels_on_a_filter(
             b.find_element(By.NAME, "token").send_keys(TOKEN)
             b.find_element(By.CSS_SELECTOR, "form[action='/login'] button").click()
             wait.until(ec.url_matches(f"/reminders/{rid}$"))
-            facts = b.find_element(By.CSS_SELECTOR, "table.facts").text
+            # The URL changes when the navigation commits, before the page is parsed: wait for it.
+            facts = wait.until(
+                ec.presence_of_element_located((By.CSS_SELECTOR, "table.facts"))
+            ).text
             assert "2030-01-07 08:00:00 UTC (09:00:00 Europe/Paris)" in facts
 
             # Reschedule with the form: the new time read in the reminder's zone.
