@@ -168,6 +168,8 @@ def test_a_database_of_version_9_gets_its_search_text_on_open(db: Db) -> None:
         rid = _add_with_secrets(q)
     conn = apsw.Connection(str(path))
     conn.execute("DROP TRIGGER reminder_search_delete; DROP TABLE reminder_search;")
+    # And version 11's pause, so the database is version 9's all through.
+    conn.execute("DROP INDEX reminders_paused; ALTER TABLE reminders DROP COLUMN paused_at;")
     conn.execute("PRAGMA user_version = 9")
     conn.close()
     with Queue(db) as q:  # the migration backfills every reminder
@@ -189,6 +191,9 @@ def test_a_postgresql_schema_of_version_9_gets_its_search_text_on_open(pg_url: s
         rid = _add_with_secrets(q)
     with admin_connect(str(db)) as conn:
         conn.execute("DROP TABLE reminder_search")
+        # And version 11's pause, so the schema is version 9's all through.
+        conn.execute("DROP INDEX reminders_paused")
+        conn.execute("ALTER TABLE reminders DROP COLUMN paused_at")
         conn.execute("UPDATE duequeue_meta SET value = '9' WHERE name = 'schema_version'")
     with Queue(db) as q:
         assert [r.id for r in q.browse(search="receiver.example.org").reminders] == [rid]
