@@ -301,6 +301,17 @@ def imported(imported: int, skipped: int, notes: Iterable[str]) -> results.Impor
     return results.ImportResult(imported + skipped, imported, skipped, tuple(notes))
 
 
+def contracted(database: str, done: store.Contracted) -> results.Contracted:
+    """Return what `migrate --contract` did; `database` is already fit to print."""
+    return results.Contracted(
+        database=database,
+        floor_before=done.floor_before,
+        floor=done.floor,
+        version=done.version,
+        steps=done.steps,
+    )
+
+
 def migrated(source: str, destination: str, copied: Copied) -> results.Migrated:
     """Return what `migrate` copied; `destination` is already fit to print."""
     return results.Migrated(

@@ -1,10 +1,13 @@
-"""What `migrate` does: an SQLite database copied into an empty PostgreSQL one (store/copy.py)."""
+"""What `migrate` does: an SQLite database copied into an empty PostgreSQL one (store/copy.py);
+with `--contract`, the schema's pending contract steps applied (store/schema.py)."""
 
 from typing import TYPE_CHECKING
 
 from duequeue.errors import BadInputError
 from duequeue.shared.lazy import LazyModule
 from duequeue.store import is_postgres_url, postgres_module
+from duequeue.store.records import Contracted
+from duequeue.store.store import Store
 
 if TYPE_CHECKING:
     from duequeue.store import copy as store_copy
@@ -26,3 +29,10 @@ def copy(db: str, to: str) -> "Copied":
         )
     postgres_module()  # a clear error when psycopg is missing
     return store_copy.sqlite_to_postgres(db, to)
+
+
+def contract(store: Store, now: int) -> Contracted:
+    """Apply the pending contract steps once every host runs a duequeue that knows them; the
+    hosts' clock is the database server's where it has one."""
+    server = store.server_ms()
+    return store.contract(server if server is not None else now)

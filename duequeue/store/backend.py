@@ -12,6 +12,7 @@ sqlite.py, postgres.py.
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
+from duequeue.store import schema
 from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import Dialect, Run
 
@@ -60,6 +61,13 @@ class Backend(Protocol):
 
     def health(self, run: Run) -> list[HealthCheck]:
         """Return doctor's checks of the database itself (schema version first)."""
+
+    def shape(self, run: Run) -> schema.Shape:
+        """Return the schema's floor and version as the database records them (schema.py)."""
+
+    def contract(self) -> tuple[schema.Shape, list[str]]:
+        """Apply the pending contract steps in one transaction, under the lock that opening
+        takes to expand; return the shape after them and the names of the steps applied."""
 
     def server_ms(self) -> int | None:
         """Return the database server's clock in unix ms (one round trip), or None where the

@@ -7,7 +7,7 @@ seam); none of them commits or reads the clock.
 from collections.abc import Sequence
 
 from duequeue.errors import NotFoundError
-from duequeue.store import pause_sql, retries, tz_sql
+from duequeue.store import pause_sql, retries, schema, tz_sql
 from duequeue.store.records import (
     Change,
     HealthCheck,
@@ -350,11 +350,32 @@ def prune(run: Run, d: Dialect, before: int) -> PruneCounts:
     )
 
 
-def schema_check(where: str, version: int, expected: int) -> HealthCheck:
-    """Return doctor's check that the database has this duequeue's schema version."""
-    return HealthCheck(
-        "database schema",
-        version == expected,
-        f"{where}: schema version {version} (this duequeue: {expected})",
-        None if version == expected else "upgrade duequeue or restore a backup",
+def schema_check(
+    where: str, found: schema.Shape, pending: Sequence[schema.Migration]
+) -> HealthCheck:
+    """Return doctor's check of the database's schema: its version and floor against this
+    duequeue's, and the contract steps still pending (docs/upgrading.md)."""
+    detail = (
+        f"{where}: schema version {found.version}, floor {found.floor} "
+        f"(this duequeue: {schema.VERSION})"
     )
+    if not found.runs():
+        return HealthCheck("database schema", False, detail, "upgrade duequeue on this host")
+    if found.version < schema.VERSION:
+        return HealthCheck(
+            "database schema",
+            False,
+            detail,
+            "open it as a user that may write it (any command applies the expand steps)",
+        )
+    if pending:
+        newest = pending[-1].version
+        return HealthCheck(
+            "database schema",
+            True,
+            f"{detail}; contract pending: {', '.join(m.name for m in pending)}",
+            f"once every host runs duequeue of schema {newest} or newer: "
+            "`duequeue migrate --contract`",
+            warning=True,
+        )
+    return HealthCheck("database schema", True, detail)

@@ -331,6 +331,20 @@ class HostTick:
     at: int
     offset_ms: int  # the host's clock minus the server's: positive when the host runs ahead
     release: str | None = None  # the tz release its last tick read (None: not recorded)
+    # The schema version of the duequeue its last tick ran (None: a version from before
+    # expand/contract steps, which did not record it; docs/upgrading.md).
+    schema: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Contracted:
+    """What `migrate --contract` did: the database's floor and version before and after, and
+    the contract steps it applied (none: nothing was pending)."""
+
+    floor_before: int
+    floor: int
+    version: int
+    steps: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

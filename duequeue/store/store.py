@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
+from duequeue.errors import ChangeRefusedError
 from duequeue.store import (
     add_sql,
     change_sql,
@@ -22,6 +23,7 @@ from duequeue.store import (
     pause_sql,
     reads,
     retries,
+    schema,
     tz_sql,
 )
 from duequeue.store import rows as shared
@@ -31,6 +33,7 @@ from duequeue.store.records import (
     Change,
     Claim,
     Committed,
+    Contracted,
     Dashboard,
     DeadLetter,
     DeliveryRecord,
@@ -136,6 +139,37 @@ class Store:
         return self._read(
             lambda run: (self.backend.hosts(run, now), tz_sql.tick_release(run, d)), "hosts"
         )
+
+    def contract(self, now: int) -> Contracted:
+        """Apply the schema's pending contract steps (`migrate --contract`), after which
+        versions older than them refuse the database.
+
+        Refused with ChangeRefusedError, nothing written, while a host that ticked in the last
+        day (by the backend's clock, `now`) ran a duequeue older than the steps: the error
+        names them.
+        """
+
+        def read(run: Run) -> tuple[schema.Shape, list[schema.Migration], tuple[HostTick, ...]]:
+            found = self.backend.shape(run)
+            return found, schema.to_contract(self.dialect.name, found), self.backend.hosts(run, now)
+
+        found, pending, hosts = self._read(read, "the schema")
+        if not pending:
+            return Contracted(found.floor, found.floor, found.version, ())
+        needed = pending[-1].version
+        older = [h for h in hosts if h.schema is None or h.schema < needed]
+        if older:
+            named = ", ".join(
+                f"{h.host} (schema {h.schema if h.schema is not None else '11 or older'})"
+                for h in older
+            )
+            raise ChangeRefusedError(
+                f"not contracting: {len(older)} host(s) ticked in the last day with a duequeue "
+                f"older than schema {needed}, which would then refuse to run: {named}; upgrade "
+                "them first (a retired host counts until its last tick is a day old)"
+            )
+        done, names = self.backend.contract()
+        return Contracted(found.floor, done.floor, done.version, tuple(names))
 
     def server_ms(self) -> int | None:
         """Return the clock that judges what is due on a shared database (its server's, in unix
