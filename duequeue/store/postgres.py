@@ -327,10 +327,12 @@ class PostgresBackend:
                     self.created = True  # for `init` to say so
                     return APPLICATION, schema.shape(schema.FLOOR, schema.VERSION)
                 oldest = schema.OLDEST["postgresql"]
-                if found[0] == APPLICATION and oldest <= found[1].floor and _needs_steps(found[1]):
-                    return APPLICATION, _apply(
-                        cur, found[1], schema.to_expand("postgresql", found[1])
-                    )
+                shape = found[1]
+                if found[0] == APPLICATION and oldest <= shape.floor and _needs_steps(shape):
+                    if not shape.runs():
+                        return found  # refused below, nothing written
+                    steps = schema.to_expand("postgresql", shape)
+                    return APPLICATION, _apply(cur, shape, steps, expand=True)
                 return found
 
             state = self.transact_cursor(apply, what="applying the schema", repeatable=True)
@@ -482,14 +484,16 @@ def _search_check(run: Run) -> HealthCheck:
     )
 
 
-def _apply(cur: Cursor, found: schema.Shape, steps: list[schema.Migration]) -> schema.Shape:
+def _apply(
+    cur: Cursor, found: schema.Shape, steps: list[schema.Migration], *, expand: bool = False
+) -> schema.Shape:
     """Run migration `steps` on the schema `found`, in one transaction (the caller's); record
-    and return its shape after them."""
-    if not steps:
+    and return its shape after them (`expand`: to_expand's steps, see schema.after)."""
+    done = schema.after(found, steps, expanded=expand)
+    if done == found:
         return found
     for step in steps:
         cur.execute(step.sql.encode())
-    done = schema.after(found, steps)
     cur.execute(
         "UPDATE duequeue_meta SET value = %s WHERE name = 'schema_version'", (str(done.floor),)
     )

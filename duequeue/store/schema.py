@@ -20,8 +20,10 @@ A database records two numbers, its `Shape`:
   that number equals its own, keeps running through expand steps: they leave it alone. A
   contract step raises it to its own number; the steps up to 11 (no kind in the name: they
   predate the scheme) raised it too, and are still applied on open, as they always were.
-- the **version**: the newest step applied, kept in queue_meta ('schema_steps') while it is above
-  the floor (no row: the same as the floor).
+- the **version**: the newest step the database was expanded to, kept in queue_meta
+  ('schema_steps') while it is above the floor (no row: the same as the floor). Every expand
+  step up to it is applied; a contract step up to it is applied if it is at or below the floor,
+  pending if above.
 
 Code of schema VERSION runs on a database whose floor is at most VERSION; if the database's
 version is below VERSION it applies its pending expand steps first. Contract steps above the
@@ -139,11 +141,13 @@ def to_contract(dialect: str, found: Shape) -> list[Migration]:
     ]
 
 
-def after(found: Shape, applied: Sequence[Migration]) -> Shape:
+def after(found: Shape, applied: Sequence[Migration], *, expanded: bool = False) -> Shape:
     """Return the Shape of `found` once `applied` ran: lockstep and contract steps raise the
-    floor, every step the version."""
+    floor, every step the version; `expanded` (the steps were to_expand's) brings the version
+    to VERSION, contract steps passed over included."""
     floor = max([found.floor] + [m.version for m in applied if m.kind != "expand"])
-    return Shape(floor, max([found.version] + [m.version for m in applied]))
+    reached = [found.version] + [m.version for m in applied] + ([VERSION] if expanded else [])
+    return Shape(floor, max(reached))
 
 
 def refusal(where: str, found: Shape) -> str:

@@ -169,7 +169,7 @@ class SQLiteBackend:
                 # Read again under the write lock: another process may have upgraded it.
                 cur = self.conn.cursor()
                 found = _shape(cur, self._header()[1])
-                _apply(cur, found, schema.to_expand("sqlite", found))
+                _apply(cur, found, schema.to_expand("sqlite", found), expand=True)
         finally:
             self.conn.execute("PRAGMA foreign_keys = ON")
 
@@ -259,10 +259,13 @@ def _shape(cur: apsw.Cursor, floor: int) -> schema.Shape:
     return schema.shape(floor, rows[0][0] if rows else None)
 
 
-def _apply(cur: apsw.Cursor, found: schema.Shape, steps: list[schema.Migration]) -> schema.Shape:
+def _apply(
+    cur: apsw.Cursor, found: schema.Shape, steps: list[schema.Migration], *, expand: bool = False
+) -> schema.Shape:
     """Run migration `steps` on the database `found`, in one transaction (the caller's);
-    record and return its shape after them."""
-    if not steps:
+    record and return its shape after them (`expand`: to_expand's steps, see schema.after)."""
+    done = schema.after(found, steps, expanded=expand)
+    if done == found:
         return found
     for step in steps:
         cur.execute(step.sql)
@@ -273,7 +276,6 @@ def _apply(cur: apsw.Cursor, found: schema.Shape, steps: list[schema.Migration])
     broken = _fetch(cur, "PRAGMA foreign_key_check")
     if broken:
         raise StoreError(f"upgrading the schema broke {len(broken)} foreign keys; nothing changed")
-    done = schema.after(found, steps)
     cur.execute(f"PRAGMA user_version = {done.floor}")
     row = done.steps_row()
     if row is None:
