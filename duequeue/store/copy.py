@@ -13,6 +13,7 @@ from typing import Any
 import apsw
 
 from duequeue.errors import StoreError
+from duequeue.store import schema
 from duequeue.store.postgres import Cursor, PostgresBackend
 from duequeue.store.sqlite import SQLiteBackend
 
@@ -29,6 +30,7 @@ TABLES = (
 )
 # Copied as they are, without ids: the queue's tz release and its zones' digests.
 META = "queue_meta"
+STEPS_KEY = schema.STEPS_KEY
 _NOT_COPIED = {"lease_owner", "lease_until"}
 
 
@@ -101,8 +103,11 @@ def _copy(conn: apsw.Connection, cur: Cursor, where: str) -> dict[str, int]:
             f"""SELECT setval(pg_get_serial_sequence('{table}', 'id'),
                               (SELECT coalesce(max(id), 0) + 1 FROM {table}), false)""".encode()
         )
+    # Not the schema's own row: the new database's schema is this version's (schema.py).
     with cur.copy(f"COPY {META} (name, value) FROM STDIN".encode()) as copy:
-        for values in _rows(conn, f"SELECT name, value FROM {META} ORDER BY name"):
+        for values in _rows(
+            conn, f"SELECT name, value FROM {META} WHERE name <> '{STEPS_KEY}' ORDER BY name"
+        ):
             copy.write_row(values)
     # What search finds of each reminder (an FTS5 table in SQLite, a plain one here).
     with cur.copy(b"COPY reminder_search (reminder_id, text) FROM STDIN") as copy:
