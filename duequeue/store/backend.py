@@ -1,10 +1,11 @@
 """The seam between the store (store.py) and a database driver: a Backend.
 
-A backend is one adapter, one module: it connects (and creates or upgrades the schema, from its
-dialect's schema file and numbered migrations, see schema.py), runs a unit of work as one
-transaction, maps its driver's errors to StoreError / StoreBusyError, adds the health checks only
-its database has, says whose clock judges what is due, and names its Dialect (sql.py: what its
-SQL spells differently, as data, its locking style among them). Every query lives above it,
+A backend is one adapter, one module: it connects (and creates or expands the schema, from its
+dialect's schema file and numbered migrations, by schema.py's rules; `contract` applies the
+rest), runs a unit of work as one transaction, maps its driver's errors to StoreError /
+StoreBusyError, adds the health checks only its database has, says whose clock judges what is
+due, and names its Dialect (sql.py: what its SQL spells differently, as data, its locking style
+among them). Every query lives above it,
 written once. Backends are chosen by the URL scheme of `--db` (store/__init__.py's registry):
 sqlite.py, postgres.py.
 """
