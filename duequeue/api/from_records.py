@@ -16,6 +16,7 @@ from duequeue.shared import redact
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms
 from duequeue.store import records as store
+from duequeue.store.schema import Shape
 
 if TYPE_CHECKING:
     from duequeue.channels import registry
@@ -301,14 +302,16 @@ def imported(imported: int, skipped: int, notes: Iterable[str]) -> results.Impor
     return results.ImportResult(imported + skipped, imported, skipped, tuple(notes))
 
 
-def contracted(database: str, done: store.Contracted) -> results.Contracted:
+def contracted(
+    database: str, before: Shape, after: Shape, steps: tuple[str, ...]
+) -> results.Contracted:
     """Return what `migrate --contract` did; `database` is already fit to print."""
     return results.Contracted(
         database=database,
-        floor_before=done.floor_before,
-        floor=done.floor,
-        version=done.version,
-        steps=done.steps,
+        floor_before=before.floor,
+        floor=after.floor,
+        version=after.version,
+        steps=steps,
     )
 
 

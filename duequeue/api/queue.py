@@ -595,8 +595,8 @@ class Queue:
         step of a rolling upgrade, once every host runs the new version; older versions then
         refuse the database. Refused with ChangeRefusedError, nothing written, while a host that
         ticked in the last day ran an older duequeue (docs/upgrading.md)."""
-        done = migrate.contract(self._open(), to_ms(_now()))
-        return from_records.contracted(self.location, done)
+        before, after, steps = migrate.contract(self._open(), to_ms(_now()))
+        return from_records.contracted(self.location, before, after, steps)
 
     # -- the setup ---------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from duequeue.errors import BadInputError
 from duequeue.shared.lazy import LazyModule
 from duequeue.store import is_postgres_url, postgres_module
-from duequeue.store.records import Contracted
+from duequeue.store.schema import Shape
 from duequeue.store.store import Store
 
 if TYPE_CHECKING:
@@ -31,8 +31,9 @@ def copy(db: str, to: str) -> "Copied":
     return store_copy.sqlite_to_postgres(db, to)
 
 
-def contract(store: Store, now: int) -> Contracted:
+def contract(store: Store, now: int) -> tuple[Shape, Shape, tuple[str, ...]]:
     """Apply the pending contract steps once every host runs a duequeue that knows them; the
-    hosts' clock is the database server's where it has one."""
+    hosts' clock is the database server's where it has one. Return the schema's shape before
+    and after, and the steps applied."""
     server = store.server_ms()
     return store.contract(server if server is not None else now)

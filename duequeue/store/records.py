@@ -337,17 +337,6 @@ class HostTick:
 
 
 @dataclass(frozen=True, slots=True)
-class Contracted:
-    """What `migrate --contract` did: the database's floor and version before and after, and
-    the contract steps it applied (none: nothing was pending)."""
-
-    floor_before: int
-    floor: int
-    version: int
-    steps: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class Stats:
     """Counts for `stats`, taken at one instant."""
 

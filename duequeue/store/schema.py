@@ -40,7 +40,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Literal
+from typing import Literal, NamedTuple
 
 # The newest step the schema files and migrations lead to.
 VERSION = 11
@@ -68,9 +68,11 @@ class Migration:
     kind: Kind = "lockstep"
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """What a database records of its schema: its floor and the newest step applied."""
+class Shape(NamedTuple):
+    """What a database records of its schema: its floor and the newest step applied.
+
+    A NamedTuple, not a dataclass: it is made on the import every tick pays for.
+    """
 
     floor: int
     version: int

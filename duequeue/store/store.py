@@ -33,7 +33,6 @@ from duequeue.store.records import (
     Change,
     Claim,
     Committed,
-    Contracted,
     Dashboard,
     DeadLetter,
     DeliveryRecord,
@@ -140,9 +139,10 @@ class Store:
             lambda run: (self.backend.hosts(run, now), tz_sql.tick_release(run, d)), "hosts"
         )
 
-    def contract(self, now: int) -> Contracted:
+    def contract(self, now: int) -> tuple[schema.Shape, schema.Shape, tuple[str, ...]]:
         """Apply the schema's pending contract steps (`migrate --contract`), after which
-        versions older than them refuse the database.
+        versions older than them refuse the database; return the schema's shape before and
+        after, and the names of the steps applied (none: nothing was pending).
 
         Refused with ChangeRefusedError, nothing written, while a host that ticked in the last
         day (by the backend's clock, `now`) ran a duequeue older than the steps: the error
@@ -155,7 +155,7 @@ class Store:
 
         found, pending, hosts = self._read(read, "the schema")
         if not pending:
-            return Contracted(found.floor, found.floor, found.version, ())
+            return found, found, ()
         needed = pending[-1].version
         older = [h for h in hosts if h.schema is None or h.schema < needed]
         if older:
@@ -169,7 +169,7 @@ class Store:
                 "them first (a retired host counts until its last tick is a day old)"
             )
         done, names = self.backend.contract()
-        return Contracted(found.floor, done.floor, done.version, tuple(names))
+        return found, done, tuple(names)
 
     def server_ms(self) -> int | None:
         """Return the clock that judges what is due on a shared database (its server's, in unix
