@@ -40,7 +40,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 # The newest step the schema files and migrations lead to.
 VERSION = 11
@@ -55,7 +55,8 @@ STEPS_KEY = "schema_steps"
 _SCHEMA_FILES = {"sqlite": "schema.sql", "postgresql": "schema_postgres.sql"}
 _NAME = re.compile(r"^(\d{4})_(?:(expand|contract)_)?[a-z0-9_]+\.sql$")
 
-Kind = Literal["lockstep", "expand", "contract"]
+if TYPE_CHECKING:  # not made on the import every tick pays for
+    Kind = Literal["lockstep", "expand", "contract"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,17 +66,32 @@ class Migration:
     version: int
     name: str
     sql: str
-    kind: Kind = "lockstep"
+    kind: "Kind" = "lockstep"
 
 
-class Shape(NamedTuple):
+class Shape:
     """What a database records of its schema: its floor and the newest step applied.
 
-    A NamedTuple, not a dataclass: it is made on the import every tick pays for.
+    A plain class: it is made on the import every tick pays for, and a dataclass or a
+    NamedTuple costs that import far more to make.
     """
 
-    floor: int
-    version: int
+    __slots__ = ("floor", "version")
+
+    def __init__(self, floor: int, version: int) -> None:
+        self.floor = floor
+        self.version = version
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Shape):
+            return NotImplemented
+        return (self.floor, self.version) == (other.floor, other.version)
+
+    def __hash__(self) -> int:
+        return hash((self.floor, self.version))
+
+    def __repr__(self) -> str:
+        return f"Shape(floor={self.floor}, version={self.version})"
 
     def runs(self, code: int = VERSION) -> bool:
         """Say whether code of schema version `code` may run on this database."""
