@@ -351,10 +351,14 @@ def prune(run: Run, d: Dialect, before: int) -> PruneCounts:
 
 
 def schema_check(
-    where: str, found: schema.Shape, pending: Sequence[schema.Migration]
+    where: str,
+    found: schema.Shape,
+    pending: Sequence[schema.Migration],
+    older: Sequence[str] = (),
 ) -> HealthCheck:
     """Return doctor's check of the database's schema: its version and floor against this
-    duequeue's, and the contract steps still pending (docs/upgrading.md)."""
+    duequeue's, and the contract steps still pending (docs/upgrading.md), with the hosts that
+    ticked in the last day on a duequeue older than them (`older`)."""
     detail = (
         f"{where}: schema version {found.version}, floor {found.floor} "
         f"(this duequeue: {schema.VERSION})"
@@ -370,10 +374,11 @@ def schema_check(
         )
     if pending:
         newest = pending[-1].version
+        waiting = f"; hosts on an older duequeue: {', '.join(older)}" if older else ""
         return HealthCheck(
             "database schema",
             True,
-            f"{detail}; contract pending: {', '.join(m.name for m in pending)}",
+            f"{detail}; contract pending: {', '.join(m.name for m in pending)}{waiting}",
             f"once every host runs duequeue of schema {newest} or newer: "
             "`duequeue migrate --contract`",
             warning=True,

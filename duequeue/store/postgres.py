@@ -244,34 +244,7 @@ class PostgresBackend:
 
     def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
         """Return the hosts that ticked in the last day, the latest first."""
-        found = []
-        rows = run(
-            """SELECT name, value FROM duequeue_meta
-               WHERE left(name, 5) = 'host:' OR left(name, 8) = 'host_tz:'
-                  OR left(name, 12) = 'host_schema:'""",
-            {},
-        )
-        releases = {
-            str(n).removeprefix(TZ_PREFIX): str(v) for n, v in rows if str(n).startswith(TZ_PREFIX)
-        }
-        schemas = {
-            str(n).removeprefix(SCHEMA_PREFIX): str(v)
-            for n, v in rows
-            if str(n).startswith(SCHEMA_PREFIX)
-        }
-        for name, value in rows:
-            if not str(name).startswith(HOST_PREFIX):
-                continue
-            at, _, offset = str(value).partition(" ")
-            host = str(name).removeprefix(HOST_PREFIX)
-            with contextlib.suppress(ValueError):
-                code = schemas.get(host)
-                tick = HostTick(
-                    host, int(at), int(offset), releases.get(host), int(code) if code else None
-                )
-                if tick.at > now - DAY_MS:
-                    found.append(tick)
-        return tuple(sorted(found, key=lambda h: (-h.at, h.host)))
+        return _hosts(run, now)
 
     def _once(self, work: Callable[[Cursor], T]) -> T:
         with self.conn.transaction(), self.conn.cursor() as cur:
@@ -432,7 +405,12 @@ def health(run: Run, where: str) -> list[HealthCheck]:
     """Check the schema version, the server, and the index that holds the core rule."""
     shape = _shape(run)
     pending = schema.to_contract("postgresql", shape) if shape.runs() else []
-    checks = [ops_sql.schema_check(where, shape, pending)]
+    older: list[str] = []
+    if pending:
+        now = int(run("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint", {})[0][0])
+        needed = pending[-1].version
+        older = [h.host for h in _hosts(run, now) if h.schema is None or h.schema < needed]
+    checks = [ops_sql.schema_check(where, shape, pending, older)]
     server = run("SHOW server_version", {})[0]
     checks.append(
         HealthCheck("database server", True, f"PostgreSQL {server[0] if server else '?'}")
@@ -565,6 +543,38 @@ _NOTE_TICK = """BEGIN; SET LOCAL synchronous_commit = off;
     ON CONFLICT (name) DO UPDATE SET value = excluded.value
     RETURNING split_part(value, ' ', 1)::bigint;
     COMMIT"""
+
+
+def _hosts(run: Run, now: int) -> tuple[HostTick, ...]:
+    """Return the hosts that ticked in the last day, the latest first."""
+    found = []
+    rows = run(
+        """SELECT name, value FROM duequeue_meta
+           WHERE left(name, 5) = 'host:' OR left(name, 8) = 'host_tz:'
+              OR left(name, 12) = 'host_schema:'""",
+        {},
+    )
+    releases = {
+        str(n).removeprefix(TZ_PREFIX): str(v) for n, v in rows if str(n).startswith(TZ_PREFIX)
+    }
+    schemas = {
+        str(n).removeprefix(SCHEMA_PREFIX): str(v)
+        for n, v in rows
+        if str(n).startswith(SCHEMA_PREFIX)
+    }
+    for name, value in rows:
+        if not str(name).startswith(HOST_PREFIX):
+            continue
+        at, _, offset = str(value).partition(" ")
+        host = str(name).removeprefix(HOST_PREFIX)
+        with contextlib.suppress(ValueError):
+            code = schemas.get(host)
+            tick = HostTick(
+                host, int(at), int(offset), releases.get(host), int(code) if code else None
+            )
+            if tick.at > now - DAY_MS:
+                found.append(tick)
+    return tuple(sorted(found, key=lambda h: (-h.at, h.host)))
 
 
 def _server_ms(cur: Cursor) -> int:

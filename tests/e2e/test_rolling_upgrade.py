@@ -227,6 +227,8 @@ def test_two_versions_tick_one_queue_through_a_rolling_upgrade(
     assert f"schema version {CONTRACT}, floor {floor}" in doctor.stdout
     assert f"contract pending: {CONTRACT_NAME}" in doctor.stdout
     assert "duequeue migrate --contract" in doctor.stdout
+    if shared:  # doctor names the host the contract step would stop
+        assert "hosts on an older duequeue: a\n" in doctor.stdout
     assert fleet.run("old", "a", "doctor").returncode == 0  # the old version sees no problem
 
     if shared:
