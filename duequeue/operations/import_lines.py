@@ -37,6 +37,10 @@ FIELDS = (
 OLD_NAMES = {"email": "emails", "webhook": "webhooks"}
 _KNOWN = frozenset(FIELDS) | frozenset(OLD_NAMES)
 _TEXT_FIELDS = ("at", "tz", "rrule", "cron", "subject", "body", "key", "misfire_grace")
+# The most entries of build_reminder's memo (time fields and target addresses seen before):
+# a file of few distinct times and addresses computes each once; one of all distinct ones
+# holds a few MB at most before the memo starts again.
+MEMO_SIZE = 4_096
 # One decoder for every line: json.loads with an option builds a new one per call (+3 us a line).
 _DECODER = json.JSONDecoder(parse_constant=validate.reject_constant)
 
@@ -83,12 +87,16 @@ def parse_lines(
     spool = Spool()
     old: set[str] = set()
     blank: list[int] = []
+    settings = settings or {}
+    memo: dict[Any, Any] = {}
     try:
         for number, raw in enumerate(lines, 1):
             if progress is not None:
                 progress(len(raw))
             if raw.strip():
-                spool.add(_line(raw, number, default_tz, now, settings or {}, old))
+                if len(memo) >= MEMO_SIZE:
+                    memo.clear()
+                spool.add(_line(raw, number, default_tz, now, settings, old, memo))
             else:
                 blank.append(number)
     except BaseException:
@@ -109,6 +117,7 @@ def _line(
     now: datetime,
     settings: Mapping[str, Any],
     old: set[str],
+    memo: dict[Any, Any] | None = None,
 ) -> NewReminder:
     try:
         # Decoding first spares json its encoding sniffing, and says what is wrong plainly.
@@ -122,8 +131,8 @@ def _line(
         raise BadInputError(f"not valid JSON ({exc})", line=number) from None
     if not isinstance(obj, dict):
         raise BadInputError("expected a JSON object, one reminder per line", line=number)
-    unknown = sorted(set(obj) - _KNOWN)
-    if unknown:
+    if not _KNOWN.issuperset(obj):
+        unknown = sorted(set(obj) - _KNOWN)
         raise BadInputError(
             f"unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}", line=number
         )
@@ -157,7 +166,7 @@ def _line(
             key=get("key"),
             misfire_grace=get("misfire_grace"),
         )
-        reminder = build_reminder(req, default_tz, now, settings=settings)
+        reminder = build_reminder(req, default_tz, now, settings=settings, memo=memo)
     except BadInputError as exc:
         # Named as the line named it: `email[0]` in a line that still says "email".
         fields = tuple(_as_written(f, renamed) for f in exc.fields)
