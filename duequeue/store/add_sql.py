@@ -30,7 +30,9 @@ _TARGET = """INSERT INTO targets (reminder_id, channel, address, secret)
     VALUES (:rid, :channel, :address, :secret)
     ON CONFLICT DO NOTHING"""
 
-_KEYS_AT_ONCE = 500  # keys an import's conflict check looks up in one query
+_KEYS_AT_ONCE = 500
+# SQLite's page cache (KiB) while add_many writes; the default is 2,000 KiB.
+BULK_CACHE_KIB = 16_384  # keys an import's conflict check looks up in one query
 
 # What makes two adds of one key the same reminder, in NewReminder's names.
 _CONTENT = ("subject", "body", "data", "rule_kind", "rule", "tz", "dtstart", "misfire_grace_ms")
@@ -95,6 +97,21 @@ def add_many(run: Run, d: Dialect, reminders: Iterable[NewReminder], now: int) -
     idempotent); with other content it is a conflict: KeyConflictError, after every chunk is
     checked, with each conflict's position in `reminders` (from 1) as its line number.
     """
+    if d.name != "sqlite":
+        return _add_many(run, d, reminders, now)
+    # One transaction dirties pages of the key index all over: with SQLite's default 2 MB
+    # cache they were spilled into the WAL again and again (BENCHMARKS.md, issue 34's import).
+    was = int(run("PRAGMA cache_size", {})[0][0])  # KiB when negative, else pages (of 4 KiB)
+    if (-was if was < 0 else 4 * was) >= BULK_CACHE_KIB:
+        return _add_many(run, d, reminders, now)
+    run(f"PRAGMA cache_size = -{BULK_CACHE_KIB}", {})
+    try:
+        return _add_many(run, d, reminders, now)
+    finally:
+        run(f"PRAGMA cache_size = {was}", {})
+
+
+def _add_many(run: Run, d: Dialect, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
     conflicts: list[tuple[int, str, int, str]] = []
     seen = 0
 
