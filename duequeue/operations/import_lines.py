@@ -37,6 +37,7 @@ FIELDS = (
 OLD_NAMES = {"email": "emails", "webhook": "webhooks"}
 _KNOWN = frozenset(FIELDS) | frozenset(OLD_NAMES)
 _TEXT_FIELDS = ("at", "tz", "rrule", "cron", "subject", "body", "key", "misfire_grace")
+_TEXT_SET = frozenset(_TEXT_FIELDS)
 # The most entries of build_reminder's memo (time fields and target addresses seen before):
 # a file of few distinct times and addresses computes each once; one of all distinct ones
 # holds a few MB at most before the memo starts again.
@@ -145,21 +146,20 @@ def _line(
             renamed[new] = name
             obj[new] = obj.pop(name)
     try:
-        for name in _TEXT_FIELDS:
-            value = obj.get(name)
-            if value is not None and not isinstance(value, str):
-                raise BadInputError(f"expected a string, got {json.dumps(value)[:40]}", field=name)
+        for name, value in obj.items():  # the line's few fields, not all eight text ones
+            if value is not None and type(value) is not str and name in _TEXT_SET:
+                _not_text(obj)
         get = obj.get
         req = AddRequest(
             at=get("at"),
             tz=get("tz"),
             rrule=get("rrule"),
             cron=get("cron"),
-            emails=_texts(obj, "emails"),
-            webhooks=_texts(obj, "webhooks"),
-            notify=_texts(obj, "notify"),
-            targets=_pairs(obj),
-            webhook_secrets=_texts(obj, "webhook_secret"),
+            emails=_texts(obj, "emails") if "emails" in obj else (),
+            webhooks=_texts(obj, "webhooks") if "webhooks" in obj else (),
+            notify=_texts(obj, "notify") if "notify" in obj else (),
+            targets=_pairs(obj) if "targets" in obj else (),
+            webhook_secrets=_texts(obj, "webhook_secret") if "webhook_secret" in obj else (),
             subject=get("subject") or "Reminder",
             body=get("body") or "",
             data=get("data"),  # already parsed: no second json round trip
@@ -172,6 +172,14 @@ def _line(
         fields = tuple(_as_written(f, renamed) for f in exc.fields)
         raise exc.with_field(fields).at_line(number) from None
     return reminder
+
+
+def _not_text(obj: dict[str, Any]) -> None:
+    """Raise for the first text field (in _TEXT_FIELDS' order) that is not a string."""
+    for name in _TEXT_FIELDS:
+        value = obj.get(name)
+        if value is not None and not isinstance(value, str):
+            raise BadInputError(f"expected a string, got {json.dumps(value)[:40]}", field=name)
 
 
 def _as_written(field: str, renamed: dict[str, str]) -> str:

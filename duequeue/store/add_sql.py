@@ -30,9 +30,9 @@ _TARGET = """INSERT INTO targets (reminder_id, channel, address, secret)
     VALUES (:rid, :channel, :address, :secret)
     ON CONFLICT DO NOTHING"""
 
-_KEYS_AT_ONCE = 500
+_KEYS_AT_ONCE = 500  # keys an import's conflict check looks up in one query
 # SQLite's page cache (KiB) while add_many writes; the default is 2,000 KiB.
-BULK_CACHE_KIB = 16_384  # keys an import's conflict check looks up in one query
+BULK_CACHE_KIB = 16_384
 
 # What makes two adds of one key the same reminder, in NewReminder's names.
 _CONTENT = ("subject", "body", "data", "rule_kind", "rule", "tz", "dtstart", "misfire_grace_ms")

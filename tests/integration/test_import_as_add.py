@@ -169,3 +169,11 @@ def test_a_bad_line_is_refused_as_add_refuses_it(db: Db, bad: dict[str, Any]) ->
         by_add.value.fields,
         by_add.value.detail,
     )
+
+
+def test_of_several_fields_that_are_not_text_the_first_in_add_order_is_named(db: Db) -> None:
+    line = {"key": 3, "subject": 7, "webhooks": [HOOK], "at": 5}  # the line's order differs
+    with freeze_time(T0), Queue(db) as q, pytest.raises(BadInputError) as refused:
+        q.import_lines([json.dumps(LINES[0]), json.dumps(line)])
+    assert (refused.value.line, refused.value.fields) == (2, ("at",))
+    assert refused.value.detail == "expected a string, got 5"
