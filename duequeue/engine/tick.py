@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -185,7 +185,9 @@ def tick(
     Once rows are claimed, SIGTERM/SIGINT are held (stopsignal.held) until the tick returns, or,
     given `hold`, until the caller closes it: a front end prints the summary first.
     """
-    owner = owner or uuid.uuid4().hex
+    # A random lease owner as uuid4().hex would be, without importing uuid (and platform under
+    # it) on cron's tick with nothing due.
+    owner = owner or os.urandom(16).hex()
     # The tick's deadline: shortly before the leases it takes end. No wait on the database,
     # a reconnect included, lasts past it (Store.bound), so a tick cut from the database ends
     # while its rows are still its own.

@@ -6,7 +6,6 @@ and refused when it is someone else's (an empty file, a foreign application id, 
 
 import contextlib
 import os
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -341,7 +340,7 @@ def _create(path: Path) -> bool:
     the file never exists half-made: a concurrent first `add` sees either nothing or a whole
     database, and a zero-byte file at the path can safely be refused as foreign.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.new")
     # Owner-only from the first byte: the file holds addresses and webhook URLs. SQLite gives
     # the -wal and -shm files the mode of the database file.
     os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
