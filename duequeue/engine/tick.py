@@ -35,14 +35,14 @@ from duequeue.rules.retry_policy import RetryPolicy
 from duequeue.schedule import release
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms
-from duequeue.store.records import (
+from duequeue.store.store import Store
+from duequeue.store.tick_records import (
     FRESH,
     DeliveryRecord,
     Fire,
     RowClaim,
     Target,
 )
-from duequeue.store.store import Store
 
 if TYPE_CHECKING:
     import asyncio
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from duequeue.channels import base as channel_base
     from duequeue.channels import registry
     from duequeue.engine import commit, endpoints, helper, recompute, stopsignal
-    from duequeue.store.records import Claim
+    from duequeue.store.tick_records import Claim
 else:
     # Loaded on first use: a tick with nothing due (the common case, every minute) must stay
     # free of asyncio, threads, the channels and the commit helper.

@@ -4,21 +4,30 @@ The database is created whole or not at all (a private file hard-linked into pla
 and refused when it is someone else's (an empty file, a foreign application id, a newer schema).
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import quote, urlsplit
 
 import apsw
 
 from duequeue.errors import StoreError
+from duequeue.shared.lazy import LazyModule
 from duequeue.store import access, ops_sql, schema
-from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import SQLITE, Row, Run
 from duequeue.store.sqlite_errors import one_line, store_error
 from duequeue.store.store import Store
+
+if TYPE_CHECKING:
+    from duequeue.store import records
+    from duequeue.store.records import HealthCheck, HostTick
+else:
+    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    records = LazyModule("duequeue.store.records")
 
 SCHEMA_VERSION = schema.VERSION
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
@@ -201,7 +210,7 @@ def health(conn: apsw.Connection, path: str, expected_version: int) -> list[Heal
     problems = [str(r[0]) for r in _fetch(cur, "PRAGMA integrity_check(20)")]
     ok = problems == ["ok"]
     checks.append(
-        HealthCheck(
+        records.HealthCheck(
             "database integrity",
             ok,
             "PRAGMA integrity_check: ok" if ok else "; ".join(problems),
@@ -213,7 +222,7 @@ def health(conn: apsw.Connection, path: str, expected_version: int) -> list[Heal
     )
     mode = str(_fetch(cur, "PRAGMA journal_mode")[0][0]).lower()
     checks.append(
-        HealthCheck(
+        records.HealthCheck(
             "database journal",
             mode == "wal",
             f"journal_mode={mode}",
