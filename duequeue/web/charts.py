@@ -62,27 +62,38 @@ def deliveries(per_minute: Sequence[tuple[datetime, int, int]]) -> str:
     )
 
 
-def due(per_hour: Sequence[tuple[datetime, int]]) -> str:
-    """Return fires due per hour over the next day."""
+def due(per_hour: Sequence[tuple[datetime, int]], at_least: Sequence[datetime] = ()) -> str:
+    """Return fires due per hour over the next day; the hours in `at_least` stopped counting at
+    their cap and are drawn apart, as lower bounds."""
     n = len(per_hour) or 1
     peak = max((c for _, c in per_hour), default=0)
     top = nice(peak)
     step = _W / n
-    bars = []
-    for i, (_, c) in enumerate(per_hour):
+    exact: list[str] = []
+    capped: list[str] = []
+    for i, (at, c) in enumerate(per_hour):
         if c:
             h = _height(c, top)
-            bars.append(f"M{i * step + 1:.1f} {_H - h:.1f}h{step - 2:.2f}V{_H}h{2 - step:.2f}Z")
+            bar = f"M{i * step + 1:.1f} {_H - h:.1f}h{step - 2:.2f}V{_H}h{2 - step:.2f}Z"
+            (capped if at in at_least else exact).append(bar)
     total = sum(c for _, c in per_hour)
     desc = f"{total} fires due in the next 24 hours; at most {peak} in one hour"
+    legend: tuple[tuple[str, str], ...] = (("due", "due"),)
+    if capped:
+        desc = (
+            f"at least {total} fires due in the next 24 hours; {len(capped)} of the hours hold "
+            f"more than the {peak} counted in each (counting an hour stops there)"
+        )
+        legend += (("due capped", f"{peak}+"),)
     return _frame(
         "Fires due per hour, next 24 h",
         desc,
         peak,
         top,
-        f'<path class="due" d="{"".join(bars)}"/>',
+        f'<path class="due" d="{"".join(exact)}"/>'
+        + (f'<path class="due capped" d="{"".join(capped)}"/>' if capped else ""),
         [(i * step, at.strftime("%H:%M")) for i, (at, _) in enumerate(per_hour) if i % 3 == 0],
-        legend=(("due", "due"),),
+        legend=legend,
     )
 
 
