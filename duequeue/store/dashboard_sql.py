@@ -50,7 +50,31 @@ def hour_cap(cap: int) -> int:
 
 def dashboard(run: Run, d: Dialect, now: int, recent_ms: int, cap: int | None) -> Dashboard:
     """Return stats and the overview's reads; see Store.dashboard."""
-    stats = ops_sql.stats(run, d, now, cap)
+    # The last day's ledger, walked once, newest first: per minute for the chart, summed for
+    # stats' counts of the hour and the day. With `cap` it stops after cap + 1 rows, as stats'
+    # own walk does: the chart then holds the newest of the day (stats.lower_bounds says so).
+    minutes = run(
+        d.sql(
+            """SELECT (:now - at) / 60000,
+                      sum(CASE WHEN outcome = 'sent' THEN 1 ELSE 0 END),
+                      sum(CASE WHEN outcome = 'sent' THEN 0 ELSE 1 END), min(at)
+               FROM (SELECT at, outcome FROM deliveries WHERE at > :since AND at <= :now
+                     ORDER BY at DESC LIMIT :over) l
+               GROUP BY (:now - at) / 60000"""
+        ),
+        {"since": now - DAY_MS, "now": now, "over": d.limit(None if cap is None else cap + 1)},
+    )
+    per_minute = tuple(sorted((int(m), int(s), int(f)) for m, s, f, _at in minutes))
+    hour = [(s, f) for m, s, f in per_minute if m < 60]
+    ledger = (
+        sum(s for s, _f in hour),
+        sum(f for _s, f in hour),
+        sum(s for _m, s, _f in per_minute),
+        sum(f for _m, _s, f in per_minute),
+        sum(s + f for _m, s, f in per_minute),
+        min((int(at) for *_, at in minutes), default=None),
+    )
+    stats = ops_sql.stats(run, d, now, cap, ledger)
     ((late,),) = run(
         d.sql(
             """SELECT max(at - fire_at) FROM deliveries
@@ -58,21 +82,12 @@ def dashboard(run: Run, d: Dialect, now: int, recent_ms: int, cap: int | None) -
         ),
         {"since": now - recent_ms, "now": now},
     )
-    minutes = run(
-        d.sql(
-            """SELECT (:now - at) / 60000,
-                      sum(CASE WHEN outcome = 'sent' THEN 1 ELSE 0 END),
-                      sum(CASE WHEN outcome = 'sent' THEN 0 ELSE 1 END)
-               FROM deliveries WHERE at > :since AND at <= :now GROUP BY (:now - at) / 60000"""
-        ),
-        {"since": now - DAY_MS, "now": now},
-    )
     over = None if cap is None else hour_cap(cap) + 1
     hours = run(d.sql(_PER_HOUR), {"now": now, "hour_over": d.limit(over)})
     return Dashboard(
         stats=stats,
         max_lateness_ms=None if late is None else int(late),
-        per_minute=tuple(sorted((int(m), int(s), int(f)) for m, s, f in minutes)),
+        per_minute=per_minute,
         per_hour=tuple(sorted((int(h), int(n)) for h, n in hours)),
         hour_cap=None if cap is None else hour_cap(cap),
     )

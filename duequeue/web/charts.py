@@ -28,8 +28,9 @@ def buckets(
     return found
 
 
-def deliveries(per_minute: Sequence[tuple[datetime, int, int]]) -> str:
-    """Return deliveries (sent above failed, stacked) per BUCKET_MINUTES over the last day."""
+def deliveries(per_minute: Sequence[tuple[datetime, int, int]], newest_only: bool = False) -> str:
+    """Return deliveries (sent above failed, stacked) per BUCKET_MINUTES over the last day;
+    `newest_only`: the ledger was read newest first up to a cap, so the day holds more."""
     bars = buckets(per_minute)
     n = len(bars) or 1
     peak = max((s + f for _, s, f in bars), default=0)
@@ -50,6 +51,10 @@ def deliveries(per_minute: Sequence[tuple[datetime, int, int]]) -> str:
         f"{total_s} sent and {total_f} failed in the last 24 hours; "
         f"at most {peak} in {BUCKET_MINUTES} minutes"
     )
+    if newest_only:
+        desc = (
+            f"the newest {total_s + total_f} deliveries of the last 24 hours (counting stops there)"
+        )
     every = max(1, round(n / 8))  # a label every 3 hours
     return _frame(
         f"Deliveries per {BUCKET_MINUTES} minutes, last 24 h",

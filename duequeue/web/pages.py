@@ -191,7 +191,8 @@ def render_overview(o: Overview, read_only: bool = True) -> str:
     return (
         f"<h1>Overview</h1>{_paused(s.queue_paused_since, read_only)}"
         f'<div class="cards">{html_cards}</div>{capped}{shown}'
-        f"{charts.deliveries(o.per_minute)}{charts.due(o.per_hour, o.per_hour_lower_bounds)}"
+        f"{charts.deliveries(o.per_minute, 'sent_last_day' in s.lower_bounds)}"
+        f"{charts.due(o.per_hour, o.per_hour_lower_bounds)}"
         '<p class="muted">This page refreshes itself every 30 seconds.</p>'
     )
 
