@@ -51,13 +51,15 @@ def deliveries(per_minute: Sequence[tuple[datetime, int, int]], newest_only: boo
         f"{total_s} sent and {total_f} failed in the last 24 hours; "
         f"at most {peak} in {BUCKET_MINUTES} minutes"
     )
+    title = f"Deliveries per {BUCKET_MINUTES} minutes, last 24 h"
     if newest_only:
         desc = (
             f"the newest {total_s + total_f} deliveries of the last 24 hours (counting stops there)"
         )
+        title = f"Deliveries per {BUCKET_MINUTES} minutes, the newest {total_s + total_f:,} of 24 h"
     every = max(1, round(n / 8))  # a label every 3 hours
     return _frame(
-        f"Deliveries per {BUCKET_MINUTES} minutes, last 24 h",
+        title,
         desc,
         peak,
         top,
@@ -84,14 +86,16 @@ def due(per_hour: Sequence[tuple[datetime, int]], at_least: Sequence[datetime] =
     total = sum(c for _, c in per_hour)
     desc = f"{total} fires due in the next 24 hours; at most {peak} in one hour"
     legend: tuple[tuple[str, str], ...] = (("due", "due"),)
+    title = "Fires due per hour, next 24 h"
     if capped:
+        title += f", counted to {peak:,}"
         desc = (
             f"at least {total} fires due in the next 24 hours; {len(capped)} of the hours hold "
             f"more than the {peak} counted in each (counting an hour stops there)"
         )
-        legend += (("due capped", f"{peak}+"),)
+        legend += (("due capped", f"{peak:,}+"),)
     return _frame(
-        "Fires due per hour, next 24 h",
+        title,
         desc,
         peak,
         top,

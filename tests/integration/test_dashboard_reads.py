@@ -180,6 +180,7 @@ def test_serve_says_when_the_due_chart_is_at_least_what_it_shows(
         exact = pages.render_overview(q.overview(cap=queues.COUNT_CAP))
     assert 'id="estimate"' in shown and "each hour of the due chart" in shown
     assert '<path class="due capped"' in shown
+    assert "Fires due per hour, next 24 h, counted to 2 (max 2" in shown
     assert "at least 2 fires due in the next 24 hours; 1 of the hours hold" in shown
     assert 'id="estimate"' not in exact and "due capped" not in exact
     assert "4 fires due in the next 24 hours; at most 4 in one hour" in exact
@@ -215,4 +216,5 @@ def test_serve_says_when_the_deliveries_chart_holds_the_newest_only(
         monkeypatch.setattr(queues, "COUNT_CAP", 10)
         exact = pages.render_overview(q.overview(cap=queues.COUNT_CAP))
     assert "the newest 3 deliveries of the last 24 hours (counting stops there)" in shown
+    assert "Deliveries per 10 minutes, the newest 3 of 24 h" in shown
     assert "4 sent and 0 failed in the last 24 hours" in exact
