@@ -16,7 +16,7 @@ from duequeue.shared import redact
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms
 from duequeue.store import records as store
-from duequeue.store.schema import Shape
+from duequeue.store.schema_steps import Shape
 
 if TYPE_CHECKING:
     from duequeue.channels import registry

@@ -1,12 +1,12 @@
 """What `migrate` does: an SQLite database copied into an empty PostgreSQL one (store/copy.py);
-with `--contract`, the schema's pending contract steps applied (store/schema.py)."""
+with `--contract`, the schema's pending contract steps applied (store/schema_steps.py)."""
 
 from typing import TYPE_CHECKING
 
 from duequeue.errors import BadInputError
 from duequeue.shared.lazy import LazyModule
 from duequeue.store import is_postgres_url, postgres_module
-from duequeue.store.schema import Shape
+from duequeue.store.schema_steps import Shape
 from duequeue.store.store import Store
 
 if TYPE_CHECKING:

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from duequeue.errors import NotFoundError
 from duequeue.shared.lazy import LazyModule
-from duequeue.store import pause_sql, retries, schema, tz_sql
+from duequeue.store import pause_sql, retries, tz_sql
 from duequeue.store.rows import cancel_refusal, retry_refusal
 from duequeue.store.sql import Dialect, Row, Run
 
 if TYPE_CHECKING:
     from duequeue.store import records
-    from duequeue.store.records import Change, HealthCheck, PruneCounts, Stats
+    from duequeue.store.records import Change, PruneCounts, Stats
 else:
     # On first use: cron's tick with nothing due never builds these (tick_records.py).
     records = LazyModule("duequeue.store.records")
@@ -369,41 +369,3 @@ def prune(run: Run, d: Dialect, before: int) -> PruneCounts:
         cancelled=int(cancelled),
         dead_letters=int(letters),
     )
-
-
-def schema_check(
-    where: str,
-    found: schema.Shape,
-    pending: Sequence[schema.Migration],
-    older: Sequence[str] = (),
-) -> HealthCheck:
-    """Return doctor's check of the database's schema: its version and floor against this
-    duequeue's, and the contract steps still pending (docs/upgrading.md), with the hosts that
-    ticked in the last day on a duequeue older than them (`older`)."""
-    detail = (
-        f"{where}: schema version {found.version}, floor {found.floor} "
-        f"(this duequeue: {schema.VERSION})"
-    )
-    if not found.runs():
-        return records.HealthCheck(
-            "database schema", False, detail, "upgrade duequeue on this host"
-        )
-    if found.version < schema.VERSION:
-        return records.HealthCheck(
-            "database schema",
-            False,
-            detail,
-            "open it as a user that may write it (any command applies the expand steps)",
-        )
-    if pending:
-        newest = pending[-1].version
-        waiting = f"; hosts on an older duequeue: {', '.join(older)}" if older else ""
-        return records.HealthCheck(
-            "database schema",
-            True,
-            f"{detail}; contract pending: {', '.join(m.name for m in pending)}{waiting}",
-            f"once every host runs duequeue of schema {newest} or newer: "
-            "`duequeue migrate --contract`",
-            warning=True,
-        )
-    return records.HealthCheck("database schema", True, detail)

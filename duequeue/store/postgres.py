@@ -34,7 +34,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.shared.redact import url as safe_url
-from duequeue.store import ops_sql, schema
+from duequeue.store import schema, schema_steps
 from duequeue.store.pg_listen import PgListener
 from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import POSTGRES, Row, Run
@@ -290,7 +290,7 @@ class PostgresBackend:
         )
         if state is None or state[0] != APPLICATION or _needs_steps(state[1]):
 
-            def apply(cur: Cursor) -> tuple[str, schema.Shape] | None:
+            def apply(cur: Cursor) -> tuple[str, schema_steps.Shape] | None:
                 # An upgrade may build indexes on large tables: no statement timeout for it.
                 cur.execute("SET LOCAL statement_timeout = 0")
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
@@ -298,13 +298,13 @@ class PostgresBackend:
                 if found is None:
                     cur.execute(schema_postgres_sql().encode())
                     self.created = True  # for `init` to say so
-                    return APPLICATION, schema.shape(schema.FLOOR, schema.VERSION)
+                    return APPLICATION, schema_steps.shape(schema.FLOOR, schema.VERSION)
                 oldest = schema.OLDEST["postgresql"]
                 shape = found[1]
                 if found[0] == APPLICATION and oldest <= shape.floor and _needs_steps(shape):
                     if not shape.runs():
                         return found  # refused below, nothing written
-                    steps = schema.to_expand("postgresql", shape)
+                    steps = schema_steps.to_expand("postgresql", shape)
                     return APPLICATION, _apply(cur, shape, steps, expand=True)
                 return found
 
@@ -312,7 +312,7 @@ class PostgresBackend:
         if state is None or state[0] != APPLICATION:
             raise StoreError(f"PostgreSQL {self.where} holds tables, but not duequeue's")
         if not state[1].runs():
-            raise StoreError(schema.refusal(f"PostgreSQL {self.where}", state[1]))
+            raise StoreError(schema_steps.refusal(f"PostgreSQL {self.where}", state[1]))
         if state[1].version < SCHEMA_VERSION:
             raise StoreError(
                 f"PostgreSQL {self.where} has schema version {state[1].version}, older than "
@@ -335,22 +335,22 @@ class PostgresBackend:
             floor = int(meta.get("schema_version", ""))
         except ValueError:
             return False
-        return not _needs_steps(schema.shape(floor, meta.get(schema.STEPS_KEY)))
+        return not _needs_steps(schema_steps.shape(floor, meta.get(schema.STEPS_KEY)))
 
-    def shape(self, run: Run) -> schema.Shape:
+    def shape(self, run: Run) -> schema_steps.Shape:
         return _shape(run)
 
-    def contract(self) -> tuple[schema.Shape, list[str]]:
+    def contract(self) -> tuple[schema_steps.Shape, list[str]]:
         """Apply the pending contract steps (`migrate --contract`) under the schema lock;
         return the database's shape after them and the names of the steps applied."""
 
-        def apply(cur: Cursor) -> tuple[schema.Shape, list[str]]:
+        def apply(cur: Cursor) -> tuple[schema_steps.Shape, list[str]]:
             cur.execute("SET LOCAL statement_timeout = 0")
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             found = _schema_state(cur)
             if found is None or found[0] != APPLICATION:
                 raise StoreError(f"PostgreSQL {self.where} holds tables, but not duequeue's")
-            steps = schema.to_contract("postgresql", found[1])
+            steps = schema_steps.to_contract("postgresql", found[1])
             return _apply(cur, found[1], steps), [m.name for m in steps]
 
         return self.transact_cursor(apply, what="contracting the schema", repeatable=True)
@@ -361,7 +361,7 @@ _MARKS = f"""SELECT name, value FROM duequeue_meta WHERE name IN ('application',
     UNION ALL SELECT name, value FROM queue_meta WHERE name = '{schema.STEPS_KEY}'"""
 
 
-def _needs_steps(found: schema.Shape) -> bool:
+def _needs_steps(found: schema_steps.Shape) -> bool:
     """Say whether this code must expand the database `found` (or refuse it) before running."""
     return not found.runs() or found.version < SCHEMA_VERSION
 
@@ -394,23 +394,23 @@ class PgRun:
         return self._cur.rowcount
 
 
-def _shape(run: Run) -> schema.Shape:
-    """Return the shape of an open duequeue schema (schema.py)."""
+def _shape(run: Run) -> schema_steps.Shape:
+    """Return the shape of an open duequeue schema (schema_steps.py)."""
     found = run("SELECT value FROM duequeue_meta WHERE name = 'schema_version'", {})
     steps = run(f"SELECT value FROM queue_meta WHERE name = '{schema.STEPS_KEY}'", {})
-    return schema.shape(int(found[0][0]) if found else 0, steps[0][0] if steps else None)
+    return schema_steps.shape(int(found[0][0]) if found else 0, steps[0][0] if steps else None)
 
 
 def health(run: Run, where: str) -> list[HealthCheck]:
     """Check the schema version, the server, and the index that holds the core rule."""
     shape = _shape(run)
-    pending = schema.to_contract("postgresql", shape) if shape.runs() else []
+    pending = schema_steps.to_contract("postgresql", shape) if shape.runs() else []
     older: list[str] = []
     if pending:
         now = int(run("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint", {})[0][0])
         needed = pending[-1].version
         older = [h.host for h in _hosts(run, now) if h.schema is None or h.schema < needed]
-    checks = [ops_sql.schema_check(where, shape, pending, older)]
+    checks = [schema_steps.check(where, shape, pending, older)]
     server = run("SHOW server_version", {})[0]
     checks.append(
         HealthCheck("database server", True, f"PostgreSQL {server[0] if server else '?'}")
@@ -463,11 +463,11 @@ def _search_check(run: Run) -> HealthCheck:
 
 
 def _apply(
-    cur: Cursor, found: schema.Shape, steps: list[schema.Migration], *, expand: bool = False
-) -> schema.Shape:
+    cur: Cursor, found: schema_steps.Shape, steps: list[schema.Migration], *, expand: bool = False
+) -> schema_steps.Shape:
     """Run migration `steps` on the schema `found`, in one transaction (the caller's); record
-    and return its shape after them (`expand`: to_expand's steps, see schema.after)."""
-    done = schema.after(found, steps, expanded=expand)
+    and return its shape after them (`expand`: to_expand's steps, see schema_steps.after)."""
+    done = schema_steps.after(found, steps, expanded=expand)
     if done == found:
         return found
     for step in steps:
@@ -487,7 +487,7 @@ def _apply(
     return done
 
 
-def _schema_state(cur: Cursor) -> tuple[str, schema.Shape] | None:
+def _schema_state(cur: Cursor) -> tuple[str, schema_steps.Shape] | None:
     """Return (application, shape) of the current schema; None when it is empty.
 
     A schema with tables but no duequeue marker reads as ('', floor 0): foreign.
@@ -505,7 +505,7 @@ def _schema_state(cur: Cursor) -> tuple[str, schema.Shape] | None:
     if not tables:
         return None
     if not marked:
-        return "", schema.shape(0)
+        return "", schema_steps.shape(0)
     cur.execute("SELECT name, value FROM duequeue_meta")
     meta: dict[str, str] = dict(cur.fetchall())
     steps = None
@@ -514,11 +514,11 @@ def _schema_state(cur: Cursor) -> tuple[str, schema.Shape] | None:
         found = cur.fetchone()
         steps = found[0] if found else None
     try:
-        return str(meta.get("application", "")), schema.shape(
+        return str(meta.get("application", "")), schema_steps.shape(
             int(meta.get("schema_version", 0)), steps
         )
     except ValueError:
-        return "", schema.shape(0)
+        return "", schema_steps.shape(0)
 
 
 # One row per host in duequeue_meta, "host:<name>" -> "<last tick, server ms> <offset ms>": a

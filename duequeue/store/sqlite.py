@@ -17,17 +17,19 @@ import apsw
 
 from duequeue.errors import StoreError
 from duequeue.shared.lazy import LazyModule
-from duequeue.store import access, ops_sql, schema
+from duequeue.store import access, schema
 from duequeue.store.sql import SQLITE, Row, Run
 from duequeue.store.sqlite_errors import one_line, store_error
 from duequeue.store.store import Store
 
 if TYPE_CHECKING:
-    from duequeue.store import records
+    from duequeue.store import records, schema_steps
     from duequeue.store.records import HealthCheck, HostTick
 else:
-    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    # On first use: cron's tick with nothing due never builds these (tick_records.py), nor
+    # opens a database whose floor is not this version (the rules of a rolling upgrade).
     records = LazyModule("duequeue.store.records")
+    schema_steps = LazyModule("duequeue.store.schema_steps")
 
 SCHEMA_VERSION = schema.VERSION  # the newest step this code knows (schema.py)
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
@@ -178,7 +180,7 @@ class SQLiteBackend:
             raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
         found = _shape(self.conn.cursor(), floor)
         if not found.runs():
-            raise StoreError(schema.refusal(str(self.path), found))
+            raise StoreError(schema_steps.refusal(str(self.path), found))
         if found.version >= schema.VERSION:
             # A newer version expanded it (and left the floor for this one): run as it is.
             if self.read_only is None:
@@ -198,14 +200,14 @@ class SQLiteBackend:
                 # Read again under the write lock: another process may have upgraded it.
                 cur = self.conn.cursor()
                 found = _shape(cur, self._header()[1])
-                _apply(cur, found, schema.to_expand("sqlite", found), expand=True)
+                _apply(cur, found, schema_steps.to_expand("sqlite", found), expand=True)
         finally:
             self.conn.execute("PRAGMA foreign_keys = ON")
 
-    def shape(self, run: Run) -> schema.Shape:
+    def shape(self, run: Run) -> schema_steps.Shape:
         return _shape(self.conn.cursor(), self._header()[1])
 
-    def contract(self) -> tuple[schema.Shape, list[str]]:
+    def contract(self) -> tuple[schema_steps.Shape, list[str]]:
         """Apply the pending contract steps (`migrate --contract`); return the database's
         shape after them and the names of the steps applied."""
         if self.read_only is not None:
@@ -215,7 +217,7 @@ class SQLiteBackend:
             with self._transaction("BEGIN IMMEDIATE"):
                 cur = self.conn.cursor()
                 found = _shape(cur, self._header()[1])
-                steps = schema.to_contract("sqlite", found)
+                steps = schema_steps.to_contract("sqlite", found)
                 return _apply(cur, found, steps), [m.name for m in steps]
         except apsw.Error as exc:
             raise store_error(self.path, self.busy_timeout_ms, exc) from exc
@@ -252,8 +254,8 @@ def health(conn: apsw.Connection, path: str) -> list[HealthCheck]:
     """Check schema version, integrity and journal mode."""
     cur = conn.cursor()
     found = _shape(cur, int(_fetch(cur, "PRAGMA user_version")[0][0]))
-    pending = schema.to_contract("sqlite", found) if found.runs() else []
-    checks = [ops_sql.schema_check(path, found, pending)]
+    pending = schema_steps.to_contract("sqlite", found) if found.runs() else []
+    checks = [schema_steps.check(path, found, pending)]
     problems = [str(r[0]) for r in _fetch(cur, "PRAGMA integrity_check(20)")]
     ok = problems == ["ok"]
     checks.append(
@@ -279,21 +281,25 @@ def health(conn: apsw.Connection, path: str) -> list[HealthCheck]:
     return checks
 
 
-def _shape(cur: apsw.Cursor, floor: int) -> schema.Shape:
+def _shape(cur: apsw.Cursor, floor: int) -> schema_steps.Shape:
     """Return the shape of the database whose user_version is `floor` (see schema.py)."""
     try:
         rows = _fetch(cur, "SELECT value FROM queue_meta WHERE name = ?", (schema.STEPS_KEY,))
     except apsw.SQLError:
         rows = []  # before version 8: no queue_meta, the version is the floor
-    return schema.shape(floor, rows[0][0] if rows else None)
+    return schema_steps.shape(floor, rows[0][0] if rows else None)
 
 
 def _apply(
-    cur: apsw.Cursor, found: schema.Shape, steps: list[schema.Migration], *, expand: bool = False
-) -> schema.Shape:
+    cur: apsw.Cursor,
+    found: schema_steps.Shape,
+    steps: list[schema.Migration],
+    *,
+    expand: bool = False,
+) -> schema_steps.Shape:
     """Run migration `steps` on the database `found`, in one transaction (the caller's);
-    record and return its shape after them (`expand`: to_expand's steps, see schema.after)."""
-    done = schema.after(found, steps, expanded=expand)
+    record and return its shape after them (`expand`: to_expand's steps, see schema_steps.after)."""
+    done = schema_steps.after(found, steps, expanded=expand)
     if done == found:
         return found
     for step in steps:

@@ -23,7 +23,6 @@ from duequeue.store import (
     pause_sql,
     reads,
     retries,
-    schema,
     tz_sql,
 )
 from duequeue.store import rows as shared
@@ -40,7 +39,7 @@ from duequeue.store.tick_records import (
 )
 
 if TYPE_CHECKING:
-    from duequeue.store import add_sql, change_sql, dashboard_sql
+    from duequeue.store import add_sql, change_sql, dashboard_sql, schema, schema_steps
     from duequeue.store.records import (
         Change,
         Dashboard,
@@ -63,6 +62,7 @@ else:
     add_sql = LazyModule("duequeue.store.add_sql")
     change_sql = LazyModule("duequeue.store.change_sql")
     dashboard_sql = LazyModule("duequeue.store.dashboard_sql")
+    schema_steps = LazyModule("duequeue.store.schema_steps")
 
 T = TypeVar("T")
 
@@ -150,7 +150,7 @@ class Store:
             lambda run: (self.backend.hosts(run, now), tz_sql.tick_release(run, d)), "hosts"
         )
 
-    def contract(self, now: int) -> tuple[schema.Shape, schema.Shape, tuple[str, ...]]:
+    def contract(self, now: int) -> tuple[schema_steps.Shape, schema_steps.Shape, tuple[str, ...]]:
         """Apply the schema's pending contract steps (`migrate --contract`), after which
         versions older than them refuse the database; return the schema's shape before and
         after, and the names of the steps applied (none: nothing was pending).
@@ -160,9 +160,15 @@ class Store:
         names them.
         """
 
-        def read(run: Run) -> tuple[schema.Shape, list[schema.Migration], tuple[HostTick, ...]]:
+        def read(
+            run: Run,
+        ) -> tuple[schema_steps.Shape, list[schema.Migration], tuple[HostTick, ...]]:
             found = self.backend.shape(run)
-            return found, schema.to_contract(self.dialect.name, found), self.backend.hosts(run, now)
+            return (
+                found,
+                schema_steps.to_contract(self.dialect.name, found),
+                self.backend.hosts(run, now),
+            )
 
         found, pending, hosts = self._read(read, "the schema")
         if not pending:
