@@ -16,6 +16,7 @@ from duequeue.store.records import (
 )
 from duequeue.store.rows import cancel_refusal, retry_refusal
 from duequeue.store.sql import Dialect, Row, Run
+from duequeue.store.statements import statement
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -297,14 +298,7 @@ def last_tick_ok(run: Run, d: Dialect) -> int | None:
 def mark_tick(run: Run, d: Dialect, now: int) -> None:
     """Record that a tick that started at `now` ended without error (a later one's mark stays:
     overlapping ticks end in any order)."""
-    run(
-        d.sql(
-            """INSERT INTO tick_marks (id, last_ok_at) VALUES (1, :now)
-               ON CONFLICT (id) DO UPDATE SET last_ok_at = excluded.last_ok_at
-               WHERE tick_marks.last_ok_at < excluded.last_ok_at"""
-        ),
-        {"now": now},
-    )
+    run(statement(d, "mark_tick"), {"now": now})  # statements/add.sql
 
 
 # Ledger rows of a fire that may still be delivered: the row's pending fire, or a dead fire

@@ -50,6 +50,7 @@ from duequeue.store.records import (
     View,
 )
 from duequeue.store.sql import Run
+from duequeue.store.statements import statement
 
 T = TypeVar("T")
 
@@ -125,7 +126,7 @@ class Store:
         d = self.dialect
         if self._read(lambda run: tz_sql.tick_release(run, d), "tz release") != release:
             self._write(
-                lambda run: run(d.sql(tz_sql.SET_TICK_RELEASE), {"release": release}),
+                lambda run: run(statement(d, "set_tick_release"), {"release": release}),
                 "noting the tz release",
             )
 

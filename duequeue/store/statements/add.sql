@@ -1,0 +1,82 @@
+-- Adding reminders (add_sql.py) and the queue-wide values next to them (tz_sql.py, ops_sql.py):
+-- the inserts that must do nothing, or update, when a unique key already holds the row.
+
+-- name: insert_reminder
+-- A key belongs to one live reminder (reminders_live_key, partial): a live key inserts nothing
+-- and returns no row; ON CONFLICT names the index's predicate to infer it.
+INSERT INTO reminders (key, subject, body, data, rule_kind, rule, tz, dtstart,
+                       misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at,
+                       start_wall, fire_release)
+VALUES (:key, :subject, :body, :data, :rule_kind, :rule, :tz, :dtstart,
+        :misfire_grace_ms, :fire_at, :next_fire_at, :created_at, :updated_at,
+        :start_wall, :fire_release)
+ON CONFLICT (key) WHERE done_at IS NULL AND cancelled_at IS NULL DO NOTHING
+RETURNING id, key
+
+-- name: insert_reminder [mysql]
+-- reminders_live_key is a unique index on a generated column (the key's hash while the row is
+-- live, NULL otherwise). INSERT IGNORE returns no row for the row it leaves out; in strict mode
+-- it also turns other errors into warnings, which the values checked before (rules/) never
+-- raise. MariaDB only: MySQL 8 has no INSERT ... RETURNING (docs/mysql.md).
+INSERT IGNORE INTO reminders (key, subject, body, data, rule_kind, rule, tz, dtstart,
+                              misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at,
+                              start_wall, fire_release)
+VALUES (:key, :subject, :body, :data, :rule_kind, :rule, :tz, :dtstart,
+        :misfire_grace_ms, :fire_at, :next_fire_at, :created_at, :updated_at,
+        :start_wall, :fire_release)
+RETURNING id, key
+
+-- name: insert_target
+INSERT INTO targets (reminder_id, channel, address, secret)
+VALUES (:rid, :channel, :address, :secret)
+ON CONFLICT DO NOTHING
+
+-- name: insert_target [mysql]
+INSERT INTO targets (reminder_id, channel, address, secret)
+VALUES (:rid, :channel, :address, :secret)
+ON DUPLICATE KEY UPDATE id = id
+
+-- name: put_meta_once
+-- A queue-wide value written once (a zone's digest under a release): the first writer wins.
+INSERT INTO queue_meta (name, value) VALUES (:name, :digest)
+ON CONFLICT (name) DO NOTHING
+
+-- name: put_meta_once [mysql]
+INSERT INTO queue_meta (name, value) VALUES (:name, :digest)
+ON DUPLICATE KEY UPDATE name = name
+
+-- name: set_tz_release
+-- The queue's tz release, never lowered, in one statement (hosts race): releases order by
+-- year, then the length of their letters, then the letters (2026z < 2026za).
+INSERT INTO queue_meta (name, value) VALUES ('tz_release', :release)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value
+WHERE (substr(excluded.value, 1, 4), length(excluded.value), excluded.value)
+    > (substr(queue_meta.value, 1, 4), length(queue_meta.value), queue_meta.value)
+
+-- name: set_tz_release [mysql]
+-- No WHERE on the update: the condition picks the value to keep.
+INSERT INTO queue_meta (name, value) VALUES ('tz_release', :release)
+ON DUPLICATE KEY UPDATE value = CASE
+    WHEN (substr(VALUES(value), 1, 4), length(VALUES(value)), VALUES(value))
+         > (substr(value, 1, 4), length(value), value)
+    THEN VALUES(value) ELSE value END
+
+-- name: set_tick_release
+-- The tz release the last tick read, on a database one host ticks.
+INSERT INTO queue_meta (name, value) VALUES ('tick_tz_release', :release)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value
+
+-- name: set_tick_release [mysql]
+INSERT INTO queue_meta (name, value) VALUES ('tick_tz_release', :release)
+ON DUPLICATE KEY UPDATE value = VALUES(value)
+
+-- name: mark_tick
+-- A tick that ended without error; a later one's mark stays (overlapping ticks end in any
+-- order).
+INSERT INTO tick_marks (id, last_ok_at) VALUES (1, :now)
+ON CONFLICT (id) DO UPDATE SET last_ok_at = excluded.last_ok_at
+WHERE tick_marks.last_ok_at < excluded.last_ok_at
+
+-- name: mark_tick [mysql]
+INSERT INTO tick_marks (id, last_ok_at) VALUES (1, :now)
+ON DUPLICATE KEY UPDATE last_ok_at = GREATEST(last_ok_at, VALUES(last_ok_at))
