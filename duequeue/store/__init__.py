@@ -12,16 +12,19 @@ from duequeue.errors import StoreError
 from duequeue.store.store import Store
 
 # URL scheme -> the module whose connect(db, busy_timeout_s, create) opens a store on it. Imported
-# only on demand: the SQLite path never loads psycopg (an optional dependency).
+# only on demand: the SQLite path never loads psycopg or PyMySQL (optional dependencies).
 BACKENDS: dict[str, str] = {
     "sqlite": "duequeue.store.sqlite",
     "postgresql": "duequeue.store.postgres",
     "postgres": "duequeue.store.postgres",
+    "mysql": "duequeue.store.mysql",
+    "mariadb": "duequeue.store.mysql",
 }
 # What a backend module needs installed, for the error that says how to install it.
 _EXTRAS = {
     "duequeue.store.postgres": "a postgresql:// database needs psycopg: "
-    "pip install 'duequeue[postgres]'"
+    "pip install 'duequeue[postgres]'",
+    "duequeue.store.mysql": "a mysql:// database needs PyMySQL: pip install 'duequeue[mysql]'",
 }
 
 

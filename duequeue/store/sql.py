@@ -171,21 +171,26 @@ MYSQL = Dialect(
     in_select_sql="{column} IN (SELECT * FROM ({select}) AS chosen)",
     skip_locked="FOR UPDATE SKIP LOCKED",
     for_update="FOR UPDATE",
-    ilike="LIKE",  # the search text's collation folds case (schema_mysql.sql)
+    # Texts compare byte for byte (utf8mb4_bin): a LIKE that folds case names a collation that
+    # does (it folds some accents too, where SQLite's and PostgreSQL's fold ASCII only).
+    ilike="COLLATE utf8mb4_general_ci LIKE",
     no_limit=18446744073709551615,  # the manual's "no limit"
     read_before_claim=False,
-    # InnoDB's REPEATABLE READ, for this transaction only: its reads share one snapshot.
-    snapshot="SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+    # InnoDB's REPEATABLE READ, for this transaction only: its reads share one snapshot. The
+    # level of an open transaction cannot change: store/mysql.py's Run starts this one anew.
+    snapshot="START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT",
     search_id="reminder_id",
-    # No trigram index: a bounded scan of reminder_search (search_sql.py's window), its text
-    # column's case-insensitive collation folding case.
-    search_match="text LIKE :pattern ESCAPE '\\\\'",
-    search_scan="text LIKE :pattern ESCAPE '\\\\'",
+    # No trigram index: search reads a bounded window of reminder_search (search_sql.WINDOW)
+    # and tests each row, folding case as SQLite's does (FULLTEXT finds words, not parts).
+    search_match="instr(lower(text), :lowered) > 0",
+    search_scan="instr(lower(text), :lowered) > 0",
     rewrites=(
         # Reserved words used as column names, quoted (ANSI_QUOTES); not a :parameter's name,
         # nor the upper-case KEY of ON DUPLICATE KEY.
         (r'(?<![:\w"])(key|change)(?![\w"])', r'"\1"'),
         (r"\bAS (BIGINT|INTEGER)\)", "AS SIGNED)"),
         (r"\bAS TEXT\)", "AS CHAR)"),
+        # No aggregate FILTER: the count of a CASE that is NULL for the rows left out.
+        (r"count\(\*\) FILTER \(WHERE ([^()]*)\)", r"count(CASE WHEN \1 THEN 1 END)"),
     ),
 )
