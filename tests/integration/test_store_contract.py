@@ -9,6 +9,5 @@ from tests.store_contract import ChangeContract, OperatorContract, StoreContract
 
 
 @pytest.mark.mysql
-
 class TestStore(StoreContract, OperatorContract, ChangeContract):
     """Every test of both contracts, on every store."""
