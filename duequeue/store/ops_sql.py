@@ -298,7 +298,7 @@ def last_tick_ok(run: Run, d: Dialect) -> int | None:
 def mark_tick(run: Run, d: Dialect, now: int) -> None:
     """Record that a tick that started at `now` ended without error (a later one's mark stays:
     overlapping ticks end in any order)."""
-    run(statement(d, "mark_tick"), {"now": now})  # statements/add.sql
+    run(statement(d, "mark_tick"), {"now": now})  # statements/tick.sql
 
 
 # Ledger rows of a fire that may still be delivered: the row's pending fire, or a dead fire

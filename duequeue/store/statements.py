@@ -10,8 +10,8 @@ A file holds statements under headers:
     INSERT ... ON DUPLICATE KEY UPDATE ...
 
 `statement(d, name)` returns the override for d's database when there is one, else the
-default, in d's parameter style. Files are read once, on the first statement a process asks for,
-and every answer is cached: an SQLite tick with nothing due asks for none.
+default, in d's parameter style. Each file is read once, when a statement not read yet is asked
+for, and every answer is cached: an SQLite tick with nothing due reads tick.sql alone.
 
 An override may be two statements separated by a line holding only `;` (a database without
 UPDATE ... RETURNING: a SELECT ... FOR UPDATE that picks and locks the rows, then the UPDATE of
@@ -20,40 +20,44 @@ rows; store/mysql.py's is the one that needs it.
 """
 
 import functools
-import re
-from importlib.resources import files
+import os
 
 from duequeue.store.sql import Dialect
 
-_HEADER = re.compile(r"^-- name: (\w+)(?: \[(\w+)\])?\s*$", re.MULTILINE)
+# The files, read in this order, each only when a statement not found yet is asked for: cron's
+# empty tick on SQLite asks for one (mark_tick) and reads tick.sql alone. A plain path, not
+# importlib.resources: what that costs to import is most of what an empty tick may add.
+_DIR = os.path.join(os.path.dirname(__file__), "statements")
+FILES = ("tick", "claim", "commit", "add")
+_texts: dict[tuple[str, str | None], str] = {}
+_read: list[str] = []
 
 
-@functools.cache
-def _texts() -> dict[tuple[str, str | None], str]:
-    """Return every statement of the package's files: (name, database or None) -> text."""
-    found: dict[tuple[str, str | None], str] = {}
-    for entry in sorted(files("duequeue.store").joinpath("statements").iterdir(), key=str):
-        if not entry.name.endswith(".sql"):
-            continue
-        text = entry.read_text(encoding="utf-8")
-        heads = list(_HEADER.finditer(text))
-        for head, after in zip(heads, [*heads[1:], None], strict=True):
-            body = text[head.end() : after.start() if after else len(text)]
-            sql = "\n".join(
-                line for line in body.strip().splitlines() if not line.lstrip().startswith("--")
-            )
-            key = (head[1], head[2])
-            if key in found:
-                raise RuntimeError(f"statement {head[1]} [{head[2]}] is named twice")
-            found[key] = sql.strip()
-    return found
+def _parse(file: str) -> None:
+    """Add the statements of one file to _texts: (name, database or None) -> text."""
+    with open(os.path.join(_DIR, file + ".sql"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    key: tuple[str, str | None] | None = None
+    body: list[str] = []
+    for line in [*lines, "-- name: "]:  # the sentinel ends the last statement
+        if line.startswith("-- name: "):
+            if key is not None:
+                if key in _texts:
+                    raise RuntimeError(f"statement {key[0]} [{key[1]}] is named twice")
+                _texts[key] = "\n".join(body).strip()
+            name, _, where = line.removeprefix("-- name: ").strip().partition(" ")
+            key, body = (name, where.strip("[]") or None), []
+        elif not line.lstrip().startswith("--"):
+            body.append(line)
+    _read.append(file)
 
 
 @functools.cache
 def statement(d: Dialect, name: str) -> str:
     """Return the statement `name` for d's database, in its parameter style."""
-    texts = _texts()
-    text = texts.get((name, d.name)) or texts.get((name, None))
+    while (name, None) not in _texts and len(_read) < len(FILES):
+        _parse(FILES[len(_read)])
+    text = _texts.get((name, d.name)) or _texts.get((name, None))
     if text is None:
         raise KeyError(f"no statement named {name}")
     return d.sql(text)
@@ -61,4 +65,6 @@ def statement(d: Dialect, name: str) -> str:
 
 def names() -> list[tuple[str, str | None]]:
     """Return every (name, database) the files hold: what the parity tests run."""
-    return sorted(_texts(), key=lambda k: (k[0], k[1] or ""))
+    while len(_read) < len(FILES):
+        _parse(FILES[len(_read)])
+    return sorted(_texts, key=lambda k: (k[0], k[1] or ""))
