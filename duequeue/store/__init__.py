@@ -74,9 +74,11 @@ def open_store(
     return store
 
 
-def postgres_module() -> None:
-    """Raise the error that says how to install psycopg, when it is missing."""
+def backend_module(db: str) -> None:
+    """Raise the error that says how to install the driver of the backend `db` names, when it
+    is missing."""
+    name = BACKENDS[scheme(db)]
     try:
-        importlib.import_module(BACKENDS["postgresql"])
+        importlib.import_module(name)
     except ImportError as exc:
-        raise StoreError(_EXTRAS[BACKENDS["postgresql"]]) from exc
+        raise StoreError(_EXTRAS.get(name, f"cannot load {name}: {exc}")) from exc

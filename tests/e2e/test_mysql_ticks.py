@@ -270,3 +270,24 @@ def test_every_command_runs_on_mysql(mysql_url: str, http: HttpSink, tmp_path: P
     pruned = cli("prune", "--older-than", "1h", "--json")
     assert pruned.code == 0, pruned.err
     assert later not in {r["id"] for r in cli.inspect("--all")}  # cancelled 2 h ago: gone
+
+
+def test_migrate_copies_an_sqlite_queue_into_mysql_which_then_ticks_it(
+    mysql_url: str, http: HttpSink, tmp_path: Path
+) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    lite = Cli(tmp_path / "dq.db", now, {"DUEQUEUE_WEBHOOK_SECRET": SECRET})
+    done = lite.add("--at", "now", "--subject", "first", "--key", "k", "--webhook", http.url("/a"))
+    lite.tick()
+    due = lite.add("--at", "+1h", "--subject", "second", "--webhook", http.url("/b"),
+                   "--email", "ann@example.com")  # fmt: skip
+    moved = lite("migrate", "--to", mysql_url)
+    assert moved.code == 0, moved.err
+    assert "migrated 2 reminders, 3 targets" in moved.out + moved.err
+    my = Cli(mysql_url, now, {"DUEQUEUE_WEBHOOK_SECRET": SECRET})
+    assert {r["id"]: r["state"] for r in my.inspect("--all")} == {done: "done", due: "pending"}
+    again = lite("migrate", "--to", mysql_url)
+    assert again.code != 0 and "empty database only" in again.err
+    # The copy's ids are behind the counters: a new add gets the next id.
+    assert my.add("--at", "+2h", "--subject", "third", "--webhook", http.url("/c")) == due + 1
+    assert len(http.requests_for("/a")) == 1
