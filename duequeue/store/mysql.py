@@ -335,11 +335,12 @@ class MySQLBackend:
 class MyRun:
     """A cursor as the Run that SQL written once goes through (see sql.py).
 
-    A statement of two parts separated by a line holding only `;` (statements.py) runs the first
-    (a SELECT ... FOR UPDATE), then the second with `:selected` the ids the first returned, and
-    returns the first's rows. MariaDB has no UPDATE ... RETURNING either: such a statement runs
-    as a SELECT ... FOR UPDATE of the RETURNING columns and the UPDATE of those rows (the values
-    returned are those before the update: every such statement returns columns it does not set).
+    A statement of parts separated by a line holding only `;` (statements.py) runs them in
+    order: a SELECT ... FOR UPDATE, then the UPDATE of `:selected` (the ids it returned); or an
+    INSERT, then the SELECT of what it made. Neither database has UPDATE ... RETURNING: a shared
+    statement that has one runs as a SELECT ... FOR UPDATE of the RETURNING columns and the
+    UPDATE of those rows (the values returned are those before the update: every such statement
+    returns columns it does not set).
     """
 
     __slots__ = ("_changed", "_cur")
@@ -356,17 +357,26 @@ class MyRun:
             self._cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             self._cur.execute(sql)
             return []
-        first, sep, then = sql.partition("\n;\n")
-        if not sep:
-            split = _update_returning(sql)
-            if split is None:
-                return self._execute(sql, args)
-            first, then = split
-        rows = self._execute(first, args)
-        if rows:
-            self._execute(then, {**args, "selected": tuple(r[0] for r in rows)})
-        else:
-            self._changed = 0
+        if "\n;\n" in sql:
+            return self._parts(sql.split("\n;\n"), args)
+        split = _update_returning(sql)
+        if split is None:
+            return self._execute(sql, args)
+        # The SELECT returns the ids first, for `:selected`; the caller gets its columns.
+        return [row[1:] for row in self._parts(split, args)]
+
+    def _parts(self, parts: Sequence[str], args: Mapping[str, Any]) -> list[Row]:
+        """Run the parts of a statement in order (statements.py): each after a SELECT gets
+        `:selected`, the first column of its rows, and none runs after a SELECT that found
+        nothing; return the rows of the last part that returned any."""
+        rows: list[Row] = []
+        selected = False
+        for part in parts:
+            if selected and not rows:
+                break
+            found = self._execute(part, {**args, "selected": tuple(r[0] for r in rows)})
+            if self._cur.description is not None:
+                rows, selected = found, True
         return rows
 
     def _execute(self, sql: str, args: Mapping[str, Any]) -> list[Row]:

@@ -15,16 +15,18 @@ RETURNING id, key
 
 -- name: insert_reminder [mysql]
 -- reminders_live_key is a unique index on a generated column (the key's hash while the row is
--- live, NULL otherwise). INSERT IGNORE returns no row for the row it leaves out; in strict mode
--- it also turns other errors into warnings, which the values checked before (rules/) never
--- raise. MariaDB only: MySQL 8 has no INSERT ... RETURNING (docs/mysql.md).
+-- live, NULL otherwise). INSERT IGNORE leaves out the row whose key a live one holds (in strict
+-- mode it also turns other errors into warnings, which the values checked before, rules/,
+-- never raise); no INSERT ... RETURNING on MySQL 8: the id is LAST_INSERT_ID(), and no row comes
+-- back when nothing was inserted (statements.py: the parts run in order).
 INSERT IGNORE INTO reminders (key, subject, body, data, rule_kind, rule, tz, dtstart,
                               misfire_grace_ms, fire_at, next_fire_at, created_at, updated_at,
                               start_wall, fire_release)
 VALUES (:key, :subject, :body, :data, :rule_kind, :rule, :tz, :dtstart,
         :misfire_grace_ms, :fire_at, :next_fire_at, :created_at, :updated_at,
         :start_wall, :fire_release)
-RETURNING id, key
+;
+SELECT LAST_INSERT_ID(), :key FROM DUAL WHERE ROW_COUNT() > 0
 
 -- name: insert_target
 INSERT INTO targets (reminder_id, channel, address, secret)

@@ -60,11 +60,18 @@ UPDATE reminders SET
 WHERE id IN :selected
 
 -- name: take_retry
--- A target claim's retry row is taken back whatever comes next (MariaDB has DELETE ...
--- RETURNING; MySQL 8 has not: see docs/mysql.md).
+-- A target claim's retry row is taken back whatever comes next.
 DELETE FROM target_retries
 WHERE target_id = :tid AND fire_at = :fire AND lease_owner = :owner
 RETURNING target_id, fire_at
+
+-- name: take_retry [mysql]
+-- MySQL 8 has no DELETE ... RETURNING: the row is read and locked, then deleted.
+SELECT target_id, fire_at FROM target_retries
+WHERE target_id = :tid AND fire_at = :fire AND lease_owner = :owner FOR UPDATE
+;
+DELETE FROM target_retries
+WHERE target_id IN :selected AND fire_at = :fire AND lease_owner = :owner
 
 -- name: waiting
 -- A target still retrying, put back with its new state.
