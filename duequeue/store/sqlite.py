@@ -72,8 +72,29 @@ class SQLiteBackend:
         if write and self.read_only is not None:
             raise StoreError(f"cannot open database {self.path}: {self.read_only}")
         try:
-            with self._transaction("BEGIN IMMEDIATE" if write else "BEGIN"):
-                return work(SQLiteRun(self.conn.cursor()))
+            try:
+                with self._transaction("BEGIN IMMEDIATE" if write else "BEGIN"):
+                    cur = self.conn.cursor()
+                    try:
+                        return work(SQLiteRun(cur))
+                    except UnicodeDecodeError:
+                        # Its statement stopped mid-row: closed, or the transaction cannot end.
+                        cur.close(force=True)
+                        raise
+            except UnicodeDecodeError as exc:
+                # A cell that is not UTF-8, stored by a hand: mended (its reminder held for a
+                # person) and the work run once more, so one such row never stops the queue.
+                # Imported here: a rare repair, not the empty tick's.
+                from duequeue.store import sqlite_mend
+
+                if self.read_only is not None or not sqlite_mend.mend(
+                    self.conn, self.dialect, SQLiteRun
+                ):
+                    raise StoreError(
+                        f"cannot read database {self.path}: a text is not UTF-8 ({exc})"
+                    ) from exc
+                with self._transaction("BEGIN IMMEDIATE" if write else "BEGIN"):
+                    return work(SQLiteRun(self.conn.cursor()))
         except apsw.Error as exc:
             raise store_error(self.path, self.busy_timeout_ms, exc) from exc
 
