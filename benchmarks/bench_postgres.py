@@ -205,25 +205,32 @@ def _reset_mysql(url: str, history: int = 0) -> None:
     open_store(url).close()  # the schema
     done = max(1, history // 10)
     long_ago = 1_000_000_000_000
+    # PyMySQL makes one multi-row INSERT of an executemany only when every value is a %s; one
+    # transaction a batch.
     with admin_connect(url) as conn, conn.cursor() as cur:
-        cur.execute("SET SESSION unique_checks = 0")
         for start in range(1, done + 1, 10_000):
             ids = range(start, min(done, start + 9_999) + 1)
+            conn.begin()
             cur.executemany(
-                """INSERT INTO reminders (id, subject, body, tz, dtstart, fire_at, done_at,
-                       last_fired_at, created_at, updated_at)
-                   VALUES (%s, %s, 'b', 'UTC', %s, %s, %s, %s, %s, %s)""",
-                [(i, f"h{i}", *[long_ago] * 6) for i in ids],
+                "INSERT INTO reminders (id, subject, body, tz, dtstart, fire_at, done_at, "
+                "last_fired_at, created_at, updated_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [(i, f"h{i}", "b", "UTC", *[long_ago] * 6) for i in ids],
             )
             cur.executemany(
                 "INSERT INTO targets (id, reminder_id, channel, address) VALUES (%s, %s, %s, %s)",
                 [(i, i, "webhook", f"https://example.test/{i}") for i in ids],
             )
             cur.executemany(
-                """INSERT INTO deliveries (reminder_id, target_id, fire_at, outcome, attempt, at)
-                   VALUES (%s, %s, %s, 'sent', 1, %s)""",
-                [(i, i, long_ago + n * 60_000, long_ago) for i in ids for n in range(10)],
+                "INSERT INTO deliveries (reminder_id, target_id, fire_at, outcome, attempt, at) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                [
+                    (i, i, long_ago + n * 60_000, "sent", 1, long_ago)
+                    for i in ids
+                    for n in range(10)
+                ],
             )
+            conn.commit()
         cur.execute("ANALYZE TABLE reminders, targets, deliveries")
 
 
