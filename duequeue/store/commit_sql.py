@@ -23,7 +23,9 @@ recorded as sent is never sent the fire again.
 from collections.abc import Sequence
 from typing import Any
 
-from duequeue.store.records import (
+from duequeue.store.sql import Dialect, Run
+from duequeue.store.statements import statement
+from duequeue.store.tick_records import (
     Claim,
     Committed,
     DeliveryRecord,
@@ -31,8 +33,6 @@ from duequeue.store.records import (
     RowClaim,
     TargetClaim,
 )
-from duequeue.store.sql import Dialect, Run
-from duequeue.store.statements import statement
 
 MAX_ERROR_TEXT = 1000
 

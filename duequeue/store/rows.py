@@ -5,17 +5,22 @@ claim returns, the columns inspect reads and how their rows become records do no
 here makes a column added for one store impossible to forget in the other.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duequeue.errors import NotFoundError
-from duequeue.store.records import (
-    Change,
-    NewReminder,
-    ReminderView,
-    Target,
-)
+from duequeue.shared.lazy import LazyModule
+from duequeue.store.tick_records import Target
+
+if TYPE_CHECKING:
+    from duequeue.store import records
+    from duequeue.store.records import Change, NewReminder, ReminderView
+else:
+    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    records = LazyModule("duequeue.store.records")
 
 # The columns of a new reminder, in reminder_values' order.
 REMINDER_FIELDS = (
@@ -56,9 +61,10 @@ VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
 _VIEW_WIDTH = 23
 
 
-# Reminders add_many inserts per statement batch: a few MB of rows in memory at a time, and a
+# Reminders add_many inserts per statement batch: about a MB of rows in memory at a time (an
+# import's peak RSS holds SQLite's larger cache beside it: add_sql.BULK_CACHE_KIB), and a
 # batch big enough that the per-batch queries (max(id), RETURNING) cost nothing per row.
-ADD_CHUNK = 10_000
+ADD_CHUNK = 2_000
 
 
 def chunked(reminders: Iterable[NewReminder], size: int = ADD_CHUNK) -> Iterator[list[NewReminder]]:
@@ -107,7 +113,7 @@ def reminder_values(r: NewReminder, now: int) -> tuple[Any, ...]:
 
 def view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
     """Build a ReminderView from a VIEW_COLUMNS row (plus a dead letter's, in the dead view)."""
-    found = ReminderView(
+    found = records.ReminderView(
         id=row[0],
         key=row[1],
         subject=row[2],
@@ -162,7 +168,7 @@ def enabled(ids: Sequence[int], known: set[int], changed: set[int]) -> list[Chan
     if missing:
         raise NotFoundError(f"no reminder with id {missing[0]}")
     return [
-        Change(rid) if rid in changed else Change(rid, skipped="no disabled target")
+        records.Change(rid) if rid in changed else records.Change(rid, skipped="no disabled target")
         for rid in dict.fromkeys(ids)
     ]
 

@@ -4,22 +4,30 @@ The database is created whole or not at all (a private file hard-linked into pla
 and refused when it is someone else's (an empty file, a foreign application id, a newer schema).
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import quote, urlsplit
 
 import apsw
 
 from duequeue.errors import StoreError
+from duequeue.shared.lazy import LazyModule
 from duequeue.store import access, ops_sql, schema
-from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import SQLITE, Row, Run
 from duequeue.store.sqlite_errors import one_line, store_error
 from duequeue.store.store import Store
+
+if TYPE_CHECKING:
+    from duequeue.store import records
+    from duequeue.store.records import HealthCheck, HostTick
+else:
+    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    records = LazyModule("duequeue.store.records")
 
 SCHEMA_VERSION = schema.VERSION
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
@@ -223,7 +231,7 @@ def health(conn: apsw.Connection, path: str, expected_version: int) -> list[Heal
     problems = [str(r[0]) for r in _fetch(cur, "PRAGMA integrity_check(20)")]
     ok = problems == ["ok"]
     checks.append(
-        HealthCheck(
+        records.HealthCheck(
             "database integrity",
             ok,
             "PRAGMA integrity_check: ok" if ok else "; ".join(problems),
@@ -235,7 +243,7 @@ def health(conn: apsw.Connection, path: str, expected_version: int) -> list[Heal
     )
     mode = str(_fetch(cur, "PRAGMA journal_mode")[0][0]).lower()
     checks.append(
-        HealthCheck(
+        records.HealthCheck(
             "database journal",
             mode == "wal",
             f"journal_mode={mode}",
@@ -362,7 +370,7 @@ def _create(path: Path) -> bool:
     the file never exists half-made: a concurrent first `add` sees either nothing or a whole
     database, and a zero-byte file at the path can safely be refused as foreign.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.new")
     # Owner-only from the first byte: the file holds addresses and webhook URLs. SQLite gives
     # the -wal and -shm files the mode of the database file.
     os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))

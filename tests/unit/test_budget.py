@@ -107,5 +107,19 @@ def test_update_takes_the_new_figures_and_keeps_the_tolerances() -> None:
     assert budget.updated(None, MEASURED, "n").entries["import_per_line"].tolerance == 0.02
 
 
+def test_update_of_one_part_keeps_the_other_figures_as_the_file_has_them() -> None:
+    old = parse_budget(GOOD)
+    new = budget.updated(old, {"empty_tick": 400e6, "import_base": 290e6}, "n")
+    assert new.entries["empty_tick"] == Entry(400e6, 0.005)
+    assert new.entries["tick_per_delivery"] == old.entries["tick_per_delivery"]
+    assert new.entries["import_per_line"] == old.entries["import_per_line"]
+    assert new.baselines == {**old.baselines, "import_base": 290e6}
+
+
+def test_update_of_one_part_without_a_file_is_refused() -> None:
+    with pytest.raises(BudgetFileError, match="tick_per_delivery"):
+        budget.updated(None, {"empty_tick": 400e6, "import_base": 290e6}, "n")
+
+
 def test_per_unit_is_the_difference_over_the_sizes() -> None:
     assert budget.per_unit(1_000_000, 3_000_000, (1_000, 3_000)) == 1_000.0
