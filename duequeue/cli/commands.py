@@ -386,7 +386,8 @@ def migrate(
         typer.Option(
             "--to",
             metavar="URL",
-            help="The empty PostgreSQL database to copy into, e.g. postgresql://user@host/db.",
+            help="The empty PostgreSQL or MySQL database to copy into, e.g. "
+            "postgresql://user@host/db or mysql://user@host/db.",
             show_default=False,
         ),
     ] = None,
@@ -401,8 +402,8 @@ def migrate(
         ),
     ] = False,
 ) -> None:
-    """Copy the SQLite database (--db) into an empty PostgreSQL database, ids and all; or, with
-    --contract, finish a rolling upgrade of --db."""
+    """Copy the SQLite database (--db) into an empty PostgreSQL or MySQL database, ids and
+    all; or, with --contract, finish a rolling upgrade of --db."""
     if contract == (to is not None):
         raise BadInputError("give either --to URL or --contract", field=("to", "contract"))
     if contract:

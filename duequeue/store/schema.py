@@ -24,10 +24,14 @@ FLOOR = 11
 # The steps up to this one predate expand/contract: each raised the floor, applied on open.
 LOCKSTEP_UNTIL = 11
 # The oldest version each dialect upgrades from (older databases were never released there).
-OLDEST = {"sqlite": 1, "postgresql": 2}
+OLDEST = {"sqlite": 1, "postgresql": 2, "mysql": 11}
 # The queue_meta row holding the version while it is above the floor.
 STEPS_KEY = "schema_steps"
-_SCHEMA_FILES = {"sqlite": "schema.sql", "postgresql": "schema_postgres.sql"}
+_SCHEMA_FILES = {
+    "sqlite": "schema.sql",
+    "postgresql": "schema_postgres.sql",
+    "mysql": "schema_mysql.sql",
+}
 _NAME = re.compile(r"^(\d{4})_(?:(expand|contract)_)?[a-z0-9_]+\.sql$")
 
 if TYPE_CHECKING:  # not made on the import every tick pays for
