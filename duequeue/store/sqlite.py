@@ -23,13 +23,14 @@ from duequeue.store.sqlite_errors import one_line, store_error
 from duequeue.store.store import Store
 
 if TYPE_CHECKING:
-    from duequeue.store import records, schema_steps
+    from duequeue.store import records, schema_steps, sqlite_steps
     from duequeue.store.records import HealthCheck, HostTick
 else:
     # On first use: cron's tick with nothing due never builds these (tick_records.py), nor
     # opens a database whose floor is not this version (the rules of a rolling upgrade).
     records = LazyModule("duequeue.store.records")
     schema_steps = LazyModule("duequeue.store.schema_steps")
+    sqlite_steps = LazyModule("duequeue.store.sqlite_steps")
 
 SCHEMA_VERSION = schema.VERSION  # the newest step this code knows (schema.py)
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
@@ -178,7 +179,7 @@ class SQLiteBackend:
                     return
         if app_id != APPLICATION_ID:
             raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
-        found = _shape(self.conn.cursor(), floor)
+        found = sqlite_steps.shape(self.conn.cursor(), floor)
         if not found.runs():
             raise StoreError(schema_steps.refusal(str(self.path), found))
         if found.version >= schema.VERSION:
@@ -193,19 +194,19 @@ class SQLiteBackend:
         _use_wal(self.conn, self.path)
         # A migration may rebuild a table (0009): with foreign keys on, dropping the old one
         # would cascade to every row that refers to it. The pragma is a no-op inside a
-        # transaction, hence around it; _apply checks the keys before the commit.
+        # transaction, hence around it; sqlite_steps.apply checks the keys before the commit.
         self.conn.execute("PRAGMA foreign_keys = OFF")
         try:
             with self._transaction("BEGIN IMMEDIATE"):
                 # Read again under the write lock: another process may have upgraded it.
                 cur = self.conn.cursor()
-                found = _shape(cur, self._header()[1])
-                _apply(cur, found, schema_steps.to_expand("sqlite", found), expand=True)
+                found = sqlite_steps.shape(cur, self._header()[1])
+                sqlite_steps.apply(cur, found, schema_steps.to_expand("sqlite", found), expand=True)
         finally:
             self.conn.execute("PRAGMA foreign_keys = ON")
 
     def shape(self, run: Run) -> schema_steps.Shape:
-        return _shape(self.conn.cursor(), self._header()[1])
+        return sqlite_steps.shape(self.conn.cursor(), self._header()[1])
 
     def contract(self) -> tuple[schema_steps.Shape, list[str]]:
         """Apply the pending contract steps (`migrate --contract`); return the database's
@@ -216,9 +217,9 @@ class SQLiteBackend:
         try:
             with self._transaction("BEGIN IMMEDIATE"):
                 cur = self.conn.cursor()
-                found = _shape(cur, self._header()[1])
+                found = sqlite_steps.shape(cur, self._header()[1])
                 steps = schema_steps.to_contract("sqlite", found)
-                return _apply(cur, found, steps), [m.name for m in steps]
+                return sqlite_steps.apply(cur, found, steps), [m.name for m in steps]
         except apsw.Error as exc:
             raise store_error(self.path, self.busy_timeout_ms, exc) from exc
         finally:
@@ -253,7 +254,7 @@ class SQLiteRun:
 def health(conn: apsw.Connection, path: str) -> list[HealthCheck]:
     """Check schema version, integrity and journal mode."""
     cur = conn.cursor()
-    found = _shape(cur, int(_fetch(cur, "PRAGMA user_version")[0][0]))
+    found = sqlite_steps.shape(cur, int(_fetch(cur, "PRAGMA user_version")[0][0]))
     pending = schema_steps.to_contract("sqlite", found) if found.runs() else []
     checks = [schema_steps.check(path, found, pending)]
     problems = [str(r[0]) for r in _fetch(cur, "PRAGMA integrity_check(20)")]
@@ -279,49 +280,6 @@ def health(conn: apsw.Connection, path: str) -> list[HealthCheck]:
         )
     )
     return checks
-
-
-def _shape(cur: apsw.Cursor, floor: int) -> schema_steps.Shape:
-    """Return the shape of the database whose user_version is `floor` (see schema.py)."""
-    try:
-        rows = _fetch(cur, "SELECT value FROM queue_meta WHERE name = ?", (schema.STEPS_KEY,))
-    except apsw.SQLError:
-        rows = []  # before version 8: no queue_meta, the version is the floor
-    return schema_steps.shape(floor, rows[0][0] if rows else None)
-
-
-def _apply(
-    cur: apsw.Cursor,
-    found: schema_steps.Shape,
-    steps: list[schema.Migration],
-    *,
-    expand: bool = False,
-) -> schema_steps.Shape:
-    """Run migration `steps` on the database `found`, in one transaction (the caller's);
-    record and return its shape after them (`expand`: to_expand's steps, see schema_steps.after)."""
-    done = schema_steps.after(found, steps, expanded=expand)
-    if done == found:
-        return found
-    for step in steps:
-        cur.execute(step.sql)
-        # A migration may edit a table's stored CREATE text (writable_schema); a higher
-        # schema_version makes every connection read the new text. Harmless otherwise.
-        changed = int(_fetch(cur, "PRAGMA schema_version")[0][0])
-        cur.execute(f"PRAGMA schema_version = {changed + 1}")
-    broken = _fetch(cur, "PRAGMA foreign_key_check")
-    if broken:
-        raise StoreError(f"upgrading the schema broke {len(broken)} foreign keys; nothing changed")
-    cur.execute(f"PRAGMA user_version = {done.floor}")
-    row = done.steps_row()
-    if row is None:
-        cur.execute("DELETE FROM queue_meta WHERE name = ?", (schema.STEPS_KEY,))
-    else:
-        cur.execute(
-            "INSERT INTO queue_meta (name, value) VALUES (?, ?) "
-            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-            (schema.STEPS_KEY, row),
-        )
-    return done
 
 
 def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> list[Row]:
