@@ -32,7 +32,9 @@ _SCHEMA_FILES = {
     "postgresql": "schema_postgres.sql",
     "mysql": "schema_mysql.sql",
 }
-_NAME = re.compile(r"^(\d{4})_(?:(expand|contract)_)?[a-z0-9_]+\.sql$")
+# A migration file's name; compiled where it is matched (the re module caches it), not on the
+# import every tick pays for.
+_NAME = r"^(\d{4})_(?:(expand|contract)_)?[a-z0-9_]+\.sql$"
 
 if TYPE_CHECKING:  # not made on the import every tick pays for
     Kind = Literal["lockstep", "expand", "contract"]
@@ -43,9 +45,17 @@ class Migration:
     """One numbered step: what takes a database from `version - 1` to `version`."""
 
     version: int
-    name: str
+    name: str  # NNNN_name.sql, NNNN_expand_name.sql or NNNN_contract_name.sql
     sql: str
-    kind: "Kind" = "lockstep"
+
+    @property
+    def kind(self) -> "Kind":
+        """Return the step's kind, from its name (a property: one field less to make on the
+        import every tick pays for)."""
+        rest = self.name[5:]
+        if rest.startswith("expand_"):
+            return "expand"
+        return "contract" if rest.startswith("contract_") else "lockstep"
 
 
 def current(dialect: str) -> str:
@@ -57,11 +67,10 @@ def migrations(dialect: str, after: int) -> list[Migration]:
     """Return the migrations of `dialect` after version `after`, up to VERSION, in order."""
     found = []
     for entry in files("duequeue.store").joinpath("migrations", dialect).iterdir():
-        match = _NAME.match(entry.name)
+        match = re.match(_NAME, entry.name)
         if match is not None and int(match[1]) > after:
-            kind: Kind = "lockstep" if match[2] is None else match[2]  # type: ignore[assignment]
             text = entry.read_text(encoding="utf-8")
-            found.append(Migration(int(match[1]), entry.name, text, kind))
+            found.append(Migration(int(match[1]), entry.name, text))
     found.sort(key=lambda m: m.version)
     expected = list(range(after + 1, VERSION + 1))
     # A packaging mistake (a file missing from the wheel, a step of the wrong kind), never the

@@ -12,11 +12,11 @@ from duequeue.store.schema_steps import Shape
 def steps(monkeypatch: pytest.MonkeyPatch) -> list[Migration]:
     """Steps 10-11 from before the scheme, then 12 expand, 13 contract, 14 expand."""
     made = [
-        Migration(10, "0010_a.sql", "", "lockstep"),
-        Migration(11, "0011_b.sql", "", "lockstep"),
-        Migration(12, "0012_expand_c.sql", "", "expand"),
-        Migration(13, "0013_contract_d.sql", "", "contract"),
-        Migration(14, "0014_expand_e.sql", "", "expand"),
+        Migration(10, "0010_a.sql", ""),
+        Migration(11, "0011_b.sql", ""),
+        Migration(12, "0012_expand_c.sql", ""),
+        Migration(13, "0013_contract_d.sql", ""),
+        Migration(14, "0014_expand_e.sql", ""),
     ]
     monkeypatch.setattr(schema, "VERSION", 14)
     monkeypatch.setattr(
