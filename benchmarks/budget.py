@@ -88,6 +88,17 @@ sys.argv[0] = "duequeue"
 main()
 """
 
+# Issue 34's own measure (`--as-issue`): the same driver, but the tick at its defaults (the
+# commit helper from 1,000 claimed rows, the group commit's 5 ms window), the sizes 1,000 and
+# 3,000; only the tick budget, the channel timeout and the busy timeout are raised, or
+# callgrind's slowdown would end the tick (or stall its sends) before its rows are sent. Not
+# budgeted: the helper's share and the window's batches depend on timing (see the module
+# docstring). The helper's process is counted with the tick's (--trace-children).
+ISSUE_SIZES = (1_000, 3_000)
+_ISSUE_DRIVER = _DRIVER.replace(
+    'commit.Committer.__init__.__kwdefaults__["window_s"] = 3600.0\n', ""
+)
+
 
 # -- the budget file --------------------------------------------------------------------------
 
@@ -216,12 +227,19 @@ def compare(budget: Budget, measured: Mapping[str, float]) -> list[Exceeded]:
 
 
 def updated(old: Budget | None, measured: Mapping[str, float], note: str) -> Budget:
-    """Return the budget set to `measured`, keeping the old tolerances (default 2%)."""
-    entries = {
-        name: Entry(measured[name], old.entries[name].tolerance if old else 0.02)
-        for name in CHECKED
-    }
-    baselines = {name: measured[name] for name in BASELINES if name in measured}
+    """Return the budget set to `measured`, keeping the old tolerances (default 2%); a figure
+    not measured (`--update --only PART`) keeps its old budget, and a baseline its old value."""
+    entries = {}
+    for name in CHECKED:
+        if name in measured:
+            tolerance = old.entries[name].tolerance if old else 0.02
+            entries[name] = Entry(measured[name], tolerance)
+        elif old is not None:
+            entries[name] = old.entries[name]
+        else:
+            raise BudgetFileError(f"{name} not measured, and no budget file to keep it from")
+    baselines = {**(old.baselines if old else {})}
+    baselines |= {name: measured[name] for name in BASELINES if name in measured}
     return Budget(entries, baselines, note)
 
 
@@ -243,13 +261,22 @@ class Counted:
     out: str
 
 
-def instructions(args: Sequence[str], env: Mapping[str, str], workdir: Path) -> Counted:
-    """Run `args` under callgrind; return the instructions it executed (all its threads).
+def instructions(
+    args: Sequence[str], env: Mapping[str, str], workdir: Path, *, children: bool = False
+) -> Counted:
+    """Run `args` under callgrind; return the instructions it executed (all its threads, and
+    with `children`, every process it started as well: the commit helper).
 
     The command must succeed: a run that fails measures nothing."""
-    out = workdir / "callgrind.out"
+    trace = ["--trace-children=yes"] if children else []
     done = subprocess.run(
-        [_valgrind(), "--tool=callgrind", f"--callgrind-out-file={out}", *args],
+        [
+            _valgrind(),
+            "--tool=callgrind",
+            *trace,
+            f"--callgrind-out-file={workdir / 'callgrind.out.%p'}",
+            *args,
+        ],
         env=env,
         cwd=workdir,
         capture_output=True,
@@ -258,11 +285,16 @@ def instructions(args: Sequence[str], env: Mapping[str, str], workdir: Path) -> 
     )
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed under callgrind:\n{done.stderr[-3000:]}")
-    match = re.search(r"^totals:\s*(\d+)", out.read_text(), re.M)
-    out.unlink()
-    if match is None:
+    total, outs = 0, sorted(workdir.glob("callgrind.out.*"))
+    for out in outs:
+        match = re.search(r"^totals:\s*(\d+)", out.read_text(), re.M)
+        out.unlink()
+        if match is None:
+            raise RuntimeError("callgrind wrote no totals")
+        total += int(match.group(1))
+    if not outs:
         raise RuntimeError("callgrind wrote no totals")
-    return Counted(int(match.group(1)), done.stdout)
+    return Counted(total, done.stdout)
 
 
 def fixed_env(workdir: Path, **extra: str) -> dict[str, str]:
@@ -315,14 +347,29 @@ def _tick_env(workdir: Path, db: Path) -> dict[str, str]:
 Job = Callable[[Path], int]
 
 
-def _tick_job(url: str, n: int) -> Job:
+def _issue_env(workdir: Path, db: Path) -> dict[str, str]:
+    return fixed_env(
+        workdir,
+        DUEQUEUE_DB=str(db),
+        DUEQUEUE_WEBHOOK_SECRET=SECRET,
+        DUEQUEUE_TICK_BUDGET="3600",
+        DUEQUEUE_CHANNEL_TIMEOUT="600",
+        DUEQUEUE_BUSY_TIMEOUT="600",  # a batch unanswered past it (+1 s) stops the sends
+    )
+
+
+def _tick_job(url: str, n: int, as_issue: bool = False) -> Job:
     """A `duequeue tick` delivering `n` due webhooks to `url`, every one of them sent."""
 
     def run(workdir: Path) -> int:
         db = workdir / "tick.db"
         seed(db, n, webhook=url)
+        driver, env = (_ISSUE_DRIVER, _issue_env) if as_issue else (_DRIVER, _tick_env)
         counted = instructions(
-            [sys.executable, "-c", _DRIVER, "tick", "--json"], _tick_env(workdir, db), workdir
+            [sys.executable, "-c", driver, "tick", "--json"],
+            env(workdir, db),
+            workdir,
+            children=as_issue,
         )
         sent = json.loads(counted.out)["deliveries_sent"]
         if sent != n:
@@ -395,6 +442,7 @@ def measure(
     delivery_sizes: Sequence[int] = DELIVERY_SIZES,
     parallel: int = 2,
     show: Callable[[str], None] | None = None,
+    as_issue: bool = False,
 ) -> dict[str, float]:
     """Measure the figures of `parts` once, `parallel` processes at a time (the counts do not
     depend on what runs beside them), each in a folder of its own."""
@@ -409,11 +457,17 @@ def measure(
             ports = stack.enter_context(sink_process("http_sink", "1"))
             url = f"http://127.0.0.1:{ports[0]}/hook"
             small, large = delivery_sizes
-            jobs |= {"tick_large": _tick_job(url, large), "bare_large": _bare_job(url, large)}
+            jobs |= {
+                "tick_large": _tick_job(url, large, as_issue),
+                "bare_large": _bare_job(url, large),
+            }
         if "import" in parts:
             jobs["import_large"] = _import_job(IMPORT_SIZES[1])
         if "delivery" in parts:
-            jobs |= {"tick_small": _tick_job(url, small), "bare_small": _bare_job(url, small)}
+            jobs |= {
+                "tick_small": _tick_job(url, small, as_issue),
+                "bare_small": _bare_job(url, small),
+            }
         if "import" in parts:
             jobs["import_small"] = _import_job(IMPORT_SIZES[0])
         if "empty" in parts:
@@ -497,6 +551,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--parallel", type=int, default=2, help="processes measured at once (default 2)"
     )
     parser.add_argument(
+        "--as-issue",
+        action="store_true",
+        help="tick_per_delivery as issue 34 measured it: the tick at its defaults (commit "
+        "helper, 5 ms window), 1,000 and 3,000 rows (not budgeted)",
+    )
+    parser.add_argument(
         "--delivery-sizes",
         type=int,
         nargs=2,
@@ -504,8 +564,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the two tick sizes (to try others; the budget is measured at the defaults)",
     )
     args = parser.parse_args(argv)
-    if (args.check or args.update) and (args.only or args.repeat != 1 or args.delivery_sizes):
-        parser.error("--check and --update measure every figure once")
+    if args.check and (args.only or args.repeat != 1 or args.delivery_sizes or args.as_issue):
+        parser.error("--check measures every figure once")
+    if args.update and (args.repeat != 1 or args.delivery_sizes or args.as_issue):
+        parser.error("--update measures the budget's figures once (--only: some of them)")
     budget = None
     if args.check or (args.update and args.file.exists()):
         try:
@@ -519,9 +581,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             figures = measure(
                 args.only or PARTS,
-                args.delivery_sizes or DELIVERY_SIZES,
+                args.delivery_sizes or (ISSUE_SIZES if args.as_issue else DELIVERY_SIZES),
                 args.parallel,
                 print if args.counts else None,
+                args.as_issue,
             )
         except RuntimeError as exc:  # a measured process failed: nothing was measured
             print(f"budget: error: {exc}", file=sys.stderr)
@@ -532,9 +595,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _spread(runs)
     figures = runs[0]
     if args.update:
-        args.file.write_text(
-            render_budget(updated(budget, figures, f"measured at {_commit()}")), encoding="utf-8"
-        )
+        note = f"measured at {_commit()}"
+        if args.only and budget is not None:
+            note = f"{', '.join(sorted(args.only))} measured at {_commit()}; {budget.note}"
+        try:
+            new = updated(budget, figures, note)
+        except BudgetFileError as exc:
+            print(f"budget: error: {exc}", file=sys.stderr)
+            return 2
+        args.file.write_text(render_budget(new), encoding="utf-8")
         print(f"budget: wrote {args.file}")
     if args.check:
         assert budget is not None
