@@ -11,6 +11,7 @@ import pytest
 
 from duequeue.errors import ChangeRefusedError, KeyConflictError, NotFoundError
 from duequeue.store.records import (
+    SENT_DONE,
     Change,
     Claim,
     Committed,
@@ -23,7 +24,6 @@ from duequeue.store.records import (
     NewTarget,
     PruneCounts,
     Resolution,
-    SENT_DONE,
     RowClaim,
     RowState,
     TargetClaim,
