@@ -3,6 +3,7 @@
     python benchmarks/budget.py            # measure and print the figures
     python benchmarks/budget.py --check    # measure; exit 1 with one line per figure over budget
     python benchmarks/budget.py --update   # measure; write the figures into benchmarks/budget.toml
+    python benchmarks/budget.py --update --only empty  # the empty tick's alone; the rest kept
     python benchmarks/budget.py --repeat 5 # measure five times; print each run and the spread
 
 Every figure is counted by `valgrind --tool=callgrind` (the instructions a whole process ran,
@@ -227,19 +228,24 @@ def compare(budget: Budget, measured: Mapping[str, float]) -> list[Exceeded]:
 
 
 def updated(old: Budget | None, measured: Mapping[str, float], note: str) -> Budget:
-    """Return the budget set to `measured`, keeping the old tolerances (default 2%); a figure
-    not measured (`--update --only PART`) keeps its old budget, and a baseline its old value."""
+    """Return the budget set to `measured`, keeping the old tolerances (default 2%).
+
+    A figure not measured (`--update --only empty`) keeps the old budget, and so does a baseline
+    not measured."""
     entries = {}
     for name in CHECKED:
         if name in measured:
-            tolerance = old.entries[name].tolerance if old else 0.02
-            entries[name] = Entry(measured[name], tolerance)
-        elif old is not None:
+            entries[name] = Entry(measured[name], old.entries[name].tolerance if old else 0.02)
+        elif old is not None and name in old.entries:
             entries[name] = old.entries[name]
         else:
-            raise BudgetFileError(f"{name} not measured, and no budget file to keep it from")
-    baselines = {**(old.baselines if old else {})}
-    baselines |= {name: measured[name] for name in BASELINES if name in measured}
+            raise BudgetFileError(f"{name} is neither measured nor in the budget file")
+    kept = old.baselines if old is not None else {}
+    baselines = {
+        name: measured[name] if name in measured else kept[name]
+        for name in BASELINES
+        if name in measured or name in kept
+    }
     return Budget(entries, baselines, note)
 
 
@@ -390,11 +396,17 @@ def _bare_job(url: str, n: int) -> Job:
 
 
 def _empty_job(workdir: Path) -> int:
-    """`duequeue tick` as cron runs it, with 1,000 rows none due."""
+    """`duequeue tick` as cron runs it every minute, with 1,000 rows none due.
+
+    A first tick runs unmeasured: a queue's first tick (and the first after a tz data update)
+    records the tz release and its zones' digests, a pass that loads zoneinfo and happens once,
+    not every minute (BENCHMARKS.md, "Issue 34: the empty tick, step by step")."""
     db = workdir / "empty.db"
     seed(db, 0, pending=1000, webhook="http://127.0.0.1:9/hook")
     args = [sys.executable, "-m", "duequeue", "tick"]
-    return instructions(args, fixed_env(workdir, DUEQUEUE_DB=str(db)), workdir).instructions
+    env = fixed_env(workdir, DUEQUEUE_DB=str(db))
+    subprocess.run(args, env=env, cwd=workdir, capture_output=True, check=True)
+    return instructions(args, env, workdir).instructions
 
 
 def _base_job(workdir: Path) -> int:
@@ -567,7 +579,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check and (args.only or args.repeat != 1 or args.delivery_sizes or args.as_issue):
         parser.error("--check measures every figure once")
     if args.update and (args.repeat != 1 or args.delivery_sizes or args.as_issue):
-        parser.error("--update measures the budget's figures once (--only: some of them)")
+        parser.error("--update measures once, at the default sizes (--only: those parts)")
     budget = None
     if args.check or (args.update and args.file.exists()):
         try:

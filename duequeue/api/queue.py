@@ -33,8 +33,8 @@ from duequeue.schedule import release as tz_release
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms, parse_duration, to_ms
 from duequeue.store import open_store, safe_url
-from duequeue.store.records import BrowseState
 from duequeue.store.store import Store
+from duequeue.store.tick_records import BrowseState
 
 if TYPE_CHECKING:
     from duequeue.api import from_records

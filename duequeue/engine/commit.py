@@ -37,14 +37,14 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from duequeue.errors import StoreBusyError, StoreError
-from duequeue.store.records import (
+from duequeue.store.store import Store
+from duequeue.store.tick_records import (
     Claim,
     Committed,
     DeliveryRecord,
     Fire,
     Resolution,
 )
-from duequeue.store.store import Store
 
 MAX_ITEMS = 256
 WINDOW_S = 0.005

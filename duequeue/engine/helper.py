@@ -47,7 +47,7 @@ from typing import Any, BinaryIO
 
 from duequeue.engine.commit import Batch, ClaimArgs, Runner, retrying
 from duequeue.errors import StoreBusyError, StoreError
-from duequeue.store.records import (
+from duequeue.store.tick_records import (
     NO_LEDGER,
     SENT_DONE,
     Claim,

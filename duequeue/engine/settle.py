@@ -25,7 +25,7 @@ from duequeue.errors import DuequeueError
 from duequeue.rules import retry_policy
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms, to_ms
-from duequeue.store.records import (
+from duequeue.store.tick_records import (
     FRESH,
     SENT_DONE,
     DeadFire,
@@ -54,7 +54,7 @@ DISABLED = "target disabled (its endpoint answered 410 Gone); `duequeue enable` 
 ALL_DISABLED = "skipped: every target is disabled (410 Gone); `duequeue enable ID` turns them on"
 
 
-@dataclass(slots=True)  # not frozen: built for every failed send, see store/records.py
+@dataclass(slots=True)  # not frozen: built for every failed send, see store/tick_records.py
 class Standing:
     """How one target of a fire stands: its end, its failed attempts of the fire so far, its
     last error, when it may be tried again (waiting), and whether it answered 410 Gone."""

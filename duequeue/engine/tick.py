@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,14 +35,14 @@ from duequeue.rules.retry_policy import RetryPolicy
 from duequeue.schedule import release
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms
-from duequeue.store.records import (
+from duequeue.store.store import Store
+from duequeue.store.tick_records import (
     FRESH,
     DeliveryRecord,
     Fire,
     RowClaim,
     Target,
 )
-from duequeue.store.store import Store
 
 if TYPE_CHECKING:
     import asyncio
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from duequeue.channels import base as channel_base
     from duequeue.channels import registry
     from duequeue.engine import commit, endpoints, helper, recompute, stopsignal
-    from duequeue.store.records import Claim
+    from duequeue.store.tick_records import Claim
 else:
     # Loaded on first use: a tick with nothing due (the common case, every minute) must stay
     # free of asyncio, threads, the channels and the commit helper.
@@ -185,7 +185,9 @@ def tick(
     Once rows are claimed, SIGTERM/SIGINT are held (stopsignal.held) until the tick returns, or,
     given `hold`, until the caller closes it: a front end prints the summary first.
     """
-    owner = owner or uuid.uuid4().hex
+    # A random lease owner as uuid4().hex would be, without importing uuid (and platform under
+    # it) on cron's tick with nothing due.
+    owner = owner or os.urandom(16).hex()
     # The tick's deadline: shortly before the leases it takes end. No wait on the database,
     # a reconnect included, lasts past it (Store.bound), so a tick cut from the database ends
     # while its rows are still its own.

@@ -8,7 +8,7 @@ import importlib
 import os
 from urllib.parse import urlsplit
 
-from duequeue.errors import StoreError
+from duequeue.errors import BadInputError, StoreError
 from duequeue.store.store import Store
 
 # URL scheme -> the module whose connect(db, busy_timeout_s, create) opens a store on it. Imported
@@ -62,7 +62,15 @@ def open_store(
     name = BACKENDS.get(scheme(db))
     if name is None:
         known = ", ".join(sorted(f"{s}://" for s in BACKENDS))
-        raise StoreError(f"--db {safe_url(db)}: no backend for that scheme (known: {known})")
+        raise BadInputError(f"--db {safe_url(db)}: no backend for that scheme (known: {known})")
+    head, colon, rest = db.partition(":")
+    if colon and "://" not in db and head.lower() in BACKENDS and head.lower() != "sqlite":
+        # `postgresql:/host/db` is a mistyped URL far more often than a file named so: refused,
+        # or the add would go into a new SQLite file that no tick reads.
+        raise BadInputError(
+            f"--db {safe_url(db)}: a {head} URL starts {head}:// (write {head}://{rest.lstrip('/')};"
+            f" a file of that name: ./{db})"
+        )
     try:
         module = importlib.import_module(name)
     except ImportError as exc:

@@ -9,11 +9,15 @@ written once. Backends are chosen by the URL scheme of `--db` (store/__init__.py
 sqlite.py, postgres.py.
 """
 
-from collections.abc import Callable
-from typing import Protocol, TypeVar
+from __future__ import annotations
 
-from duequeue.store.records import HealthCheck, HostTick
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
 from duequeue.store.sql import Dialect, Run
+
+if TYPE_CHECKING:
+    from duequeue.store.records import HealthCheck, HostTick
 
 T = TypeVar("T")
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from duequeue.store import reads
 from duequeue.store.pause_sql import NOT_PAUSED, REMINDER_NOT_PAUSED
-from duequeue.store.records import (
+from duequeue.store.sql import Dialect, Row, Run
+from duequeue.store.tick_records import (
     NO_LEDGER,
     Claim,
     Fire,
@@ -21,7 +22,6 @@ from duequeue.store.records import (
     TargetClaim,
     TargetLedger,
 )
-from duequeue.store.sql import Dialect, Row, Run
 
 # Anything due at all: the read a dialect with one writer makes before taking the write lock.
 ANY_DUE = f"""SELECT EXISTS (SELECT 1 FROM reminders WHERE next_fire_at <= :now

@@ -23,7 +23,8 @@ recorded as sent is never sent the fire again.
 from collections.abc import Sequence
 from typing import Any
 
-from duequeue.store.records import (
+from duequeue.store.sql import Dialect, Run
+from duequeue.store.tick_records import (
     SENT_DONE,
     Claim,
     Committed,
@@ -32,7 +33,6 @@ from duequeue.store.records import (
     RowClaim,
     TargetClaim,
 )
-from duequeue.store.sql import Dialect, Run
 
 MAX_ERROR_TEXT = 1000
 

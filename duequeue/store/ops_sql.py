@@ -4,18 +4,23 @@ Each function runs inside the transaction the store opened (see sql.py for the R
 seam); none of them commits or reads the clock.
 """
 
+from __future__ import annotations
+
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from duequeue.errors import NotFoundError
+from duequeue.shared.lazy import LazyModule
 from duequeue.store import pause_sql, retries, tz_sql
-from duequeue.store.records import (
-    Change,
-    HealthCheck,
-    PruneCounts,
-    Stats,
-)
 from duequeue.store.rows import cancel_refusal, retry_refusal
 from duequeue.store.sql import Dialect, Row, Run
+
+if TYPE_CHECKING:
+    from duequeue.store import records
+    from duequeue.store.records import Change, HealthCheck, PruneCounts, Stats
+else:
+    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    records = LazyModule("duequeue.store.records")
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -58,7 +63,7 @@ def cancel(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
     for rid in dict.fromkeys(ids):
         refusal = cancel_refusal(found[rid], retries.has_any(run, d, rid))
         if refusal is not None:
-            changes.append(Change(rid, skipped=refusal))
+            changes.append(records.Change(rid, skipped=refusal))
             continue
         retries.drop(run, d, rid, None, None)
         # Clearing the lease is what makes cancellation win: a running tick's write-back
@@ -72,7 +77,7 @@ def cancel(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
             ),
             {"now": now, "id": rid},
         )
-        changes.append(Change(rid))
+        changes.append(records.Change(rid))
     return changes
 
 
@@ -130,7 +135,7 @@ def retry_dead(run: Run, d: Dialect, ids: Sequence[int] | None, now: int) -> lis
         ):
             reason = "a tick is delivering it; retry after the tick"
         if reason is not None or oldest is None:  # no dead fire always has a reason
-            changes.append(Change(rid, skipped=reason))
+            changes.append(records.Change(rid, skipped=reason))
             continue
         run(
             d.sql(
@@ -148,7 +153,7 @@ def retry_dead(run: Run, d: Dialect, ids: Sequence[int] | None, now: int) -> lis
             ),
             {"fire": oldest, "now": now, "id": rid},
         )
-        changes.append(Change(rid, fire_at=int(oldest)))
+        changes.append(records.Change(rid, fire_at=int(oldest)))
     return changes
 
 
@@ -262,7 +267,7 @@ def stats(run: Run, d: Dialect, now: int, cap: int | None = None) -> Stats:
             if int(ledger[5]) > now - HOUR_MS:  # the walk ended inside the hour
                 lower += ["sent_last_hour", "failed_last_hour"]
     retrying_targets, disabled = retries.counts(run, d)
-    return Stats(
+    return records.Stats(
         retrying_targets=retrying_targets,
         disabled_targets=disabled,
         pending=state["pending"],
@@ -342,7 +347,7 @@ def prune(run: Run, d: Dialect, before: int) -> PruneCounts:
     )
     run(d.sql(f"DELETE FROM reminders WHERE {_DOOMED}"), args)  # cascades to targets, ledger
     run(d.sql(f"DELETE FROM deliveries WHERE at < :before AND NOT ({_PROTECTED})"), args)
-    return PruneCounts(
+    return records.PruneCounts(
         deliveries=int(ledger) + run.changed(),
         done=int(done),
         cancelled=int(cancelled),
@@ -352,7 +357,7 @@ def prune(run: Run, d: Dialect, before: int) -> PruneCounts:
 
 def schema_check(where: str, version: int, expected: int) -> HealthCheck:
     """Return doctor's check that the database has this duequeue's schema version."""
-    return HealthCheck(
+    return records.HealthCheck(
         "database schema",
         version == expected,
         f"{where}: schema version {version} (this duequeue: {expected})",

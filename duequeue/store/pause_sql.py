@@ -12,11 +12,21 @@ claims and claims nothing, and the claim's own statements test it too, so a paus
 long tick runs stops its next batch.
 """
 
+from __future__ import annotations
+
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from duequeue.errors import NotFoundError
-from duequeue.store.records import Change
+from duequeue.shared.lazy import LazyModule
 from duequeue.store.sql import Dialect, Run
+
+if TYPE_CHECKING:
+    from duequeue.store import records
+    from duequeue.store.records import Change
+else:
+    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    records = LazyModule("duequeue.store.records")
 
 # The claim's condition that the queue is not paused: one probe of queue_meta's primary key,
 # made once per statement (the subquery names no column of the rows it filters).
@@ -76,7 +86,7 @@ def pause(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
             # Refused, not waited for: the tick's write-back would give the row a next fire.
             reason = "a tick is delivering it; try again in a moment"
         if reason is not None:
-            changes.append(Change(rid, skipped=reason))
+            changes.append(records.Change(rid, skipped=reason))
             continue
         run(
             d.sql(
@@ -87,7 +97,7 @@ def pause(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
             {"now": now, "id": rid},
         )
         _note(run, d, rid, now, "paused")
-        changes.append(Change(rid))
+        changes.append(records.Change(rid))
     return changes
 
 
@@ -101,7 +111,7 @@ def resume(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
         if reason is None and paused_at is None:
             reason = "not paused"
         if reason is not None:
-            changes.append(Change(rid, skipped=reason))
+            changes.append(records.Change(rid, skipped=reason))
             continue
         rows = run(
             d.sql(
@@ -113,7 +123,7 @@ def resume(run: Run, d: Dialect, ids: Sequence[int], now: int) -> list[Change]:
         )
         _note(run, d, rid, now, "resumed")
         fire = rows[0][0] if rows else None
-        changes.append(Change(rid, fire_at=None if fire is None else int(fire)))
+        changes.append(records.Change(rid, fire_at=None if fire is None else int(fire)))
     return changes
 
 

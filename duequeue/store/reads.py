@@ -4,17 +4,22 @@ Each function runs inside the transaction (or on the cursor) its store hands it;
 the Run and Dialect seam.
 """
 
-from collections.abc import Sequence
+from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from duequeue.shared.lazy import LazyModule
 from duequeue.store import rows as shared
-from duequeue.store.records import (
-    DeadLetter,
-    DeliveryRecord,
-    ReminderView,
-    Target,
-    View,
-)
 from duequeue.store.sql import Dialect, Run
+from duequeue.store.tick_records import DeliveryRecord, Target, View
+
+if TYPE_CHECKING:
+    from duequeue.store import records
+    from duequeue.store.records import DeadLetter, ReminderView
+else:
+    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    records = LazyModule("duequeue.store.records")
 
 
 def targets(run: Run, d: Dialect, ids: Sequence[int]) -> dict[int, tuple[Target, ...]]:
@@ -109,7 +114,7 @@ def dead_letters(run: Run, d: Dialect, reminder_id: int) -> list[DeadLetter]:
         ),
         {"id": reminder_id},
     )
-    return [DeadLetter(*row) for row in rows]
+    return [records.DeadLetter(*row) for row in rows]
 
 
 def notify_addresses(run: Run, d: Dialect, limit: int) -> list[str]:

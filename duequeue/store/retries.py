@@ -10,10 +10,20 @@ The statements use `:name` parameters; a `Dialect` (sql.py) turns them into the 
 and says how a list of ids is matched, which is all the two dialects disagree on here.
 """
 
-from collections.abc import Sequence
+from __future__ import annotations
 
-from duequeue.store.records import PendingRetry
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from duequeue.shared.lazy import LazyModule
 from duequeue.store.sql import Dialect, Run
+
+if TYPE_CHECKING:
+    from duequeue.store import records
+    from duequeue.store.records import PendingRetry
+else:
+    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    records = LazyModule("duequeue.store.records")
 
 
 def pending(run: Run, d: Dialect, reminder_id: int) -> list[PendingRetry]:
@@ -26,7 +36,7 @@ def pending(run: Run, d: Dialect, reminder_id: int) -> list[PendingRetry]:
         {"rid": reminder_id},
     )
     return [
-        PendingRetry(int(rid), int(tid), int(fire), int(errors), error, int(at))
+        records.PendingRetry(int(rid), int(tid), int(fire), int(errors), error, int(at))
         for rid, tid, fire, errors, error, at in rows
     ]
 

@@ -5,17 +5,22 @@ claim returns, the columns inspect reads and how their rows become records do no
 here makes a column added for one store impossible to forget in the other.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duequeue.errors import NotFoundError
-from duequeue.store.records import (
-    Change,
-    NewReminder,
-    ReminderView,
-    Target,
-)
+from duequeue.shared.lazy import LazyModule
+from duequeue.store.tick_records import Target
+
+if TYPE_CHECKING:
+    from duequeue.store import records
+    from duequeue.store.records import Change, NewReminder, ReminderView
+else:
+    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    records = LazyModule("duequeue.store.records")
 
 # The columns of a new reminder, in reminder_values' order.
 REMINDER_FIELDS = (
@@ -107,7 +112,7 @@ def reminder_values(r: NewReminder, now: int) -> tuple[Any, ...]:
 
 def view(row: Sequence[Any], targets: tuple[Target, ...]) -> ReminderView:
     """Build a ReminderView from a VIEW_COLUMNS row (plus a dead letter's, in the dead view)."""
-    found = ReminderView(
+    found = records.ReminderView(
         id=row[0],
         key=row[1],
         subject=row[2],
@@ -162,7 +167,7 @@ def enabled(ids: Sequence[int], known: set[int], changed: set[int]) -> list[Chan
     if missing:
         raise NotFoundError(f"no reminder with id {missing[0]}")
     return [
-        Change(rid) if rid in changed else Change(rid, skipped="no disabled target")
+        records.Change(rid) if rid in changed else records.Change(rid, skipped="no disabled target")
         for rid in dict.fromkeys(ids)
     ]
 

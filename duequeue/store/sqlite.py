@@ -4,22 +4,30 @@ The database is created whole or not at all (a private file hard-linked into pla
 and refused when it is someone else's (an empty file, a foreign application id, a newer schema).
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import quote, urlsplit
 
 import apsw
 
 from duequeue.errors import StoreError
+from duequeue.shared.lazy import LazyModule
 from duequeue.store import access, ops_sql, schema
-from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import SQLITE, Row, Run
 from duequeue.store.sqlite_errors import one_line, store_error
 from duequeue.store.store import Store
+
+if TYPE_CHECKING:
+    from duequeue.store import records
+    from duequeue.store.records import HealthCheck, HostTick
+else:
+    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    records = LazyModule("duequeue.store.records")
 
 SCHEMA_VERSION = schema.VERSION
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
@@ -72,8 +80,29 @@ class SQLiteBackend:
         if write and self.read_only is not None:
             raise StoreError(f"cannot open database {self.path}: {self.read_only}")
         try:
-            with self._transaction("BEGIN IMMEDIATE" if write else "BEGIN"):
-                return work(SQLiteRun(self.conn.cursor()))
+            try:
+                with self._transaction("BEGIN IMMEDIATE" if write else "BEGIN"):
+                    cur = self.conn.cursor()
+                    try:
+                        return work(SQLiteRun(cur))
+                    except UnicodeDecodeError:
+                        # Its statement stopped mid-row: closed, or the transaction cannot end.
+                        cur.close(force=True)
+                        raise
+            except UnicodeDecodeError as exc:
+                # A cell that is not UTF-8, stored by a hand: mended (its reminder held for a
+                # person) and the work run once more, so one such row never stops the queue.
+                # Imported here: a rare repair, not the empty tick's.
+                from duequeue.store import sqlite_mend
+
+                if self.read_only is not None or not sqlite_mend.mend(
+                    self.conn, self.dialect, SQLiteRun
+                ):
+                    raise StoreError(
+                        f"cannot read database {self.path}: a text is not UTF-8 ({exc})"
+                    ) from exc
+                with self._transaction("BEGIN IMMEDIATE" if write else "BEGIN"):
+                    return work(SQLiteRun(self.conn.cursor()))
         except apsw.Error as exc:
             raise store_error(self.path, self.busy_timeout_ms, exc) from exc
 
@@ -202,7 +231,7 @@ def health(conn: apsw.Connection, path: str, expected_version: int) -> list[Heal
     problems = [str(r[0]) for r in _fetch(cur, "PRAGMA integrity_check(20)")]
     ok = problems == ["ok"]
     checks.append(
-        HealthCheck(
+        records.HealthCheck(
             "database integrity",
             ok,
             "PRAGMA integrity_check: ok" if ok else "; ".join(problems),
@@ -214,7 +243,7 @@ def health(conn: apsw.Connection, path: str, expected_version: int) -> list[Heal
     )
     mode = str(_fetch(cur, "PRAGMA journal_mode")[0][0]).lower()
     checks.append(
-        HealthCheck(
+        records.HealthCheck(
             "database journal",
             mode == "wal",
             f"journal_mode={mode}",
@@ -341,7 +370,7 @@ def _create(path: Path) -> bool:
     the file never exists half-made: a concurrent first `add` sees either nothing or a whole
     database, and a zero-byte file at the path can safely be refused as foreign.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.new")
     # Owner-only from the first byte: the file holds addresses and webhook URLs. SQLite gives
     # the -wal and -shm files the mode of the database file.
     os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))

@@ -8,48 +8,51 @@ differs between databases is the backend's (connections, transactions, errors, h
 clock judges what is due) or its Dialect's (data). The records that cross it are records.py's.
 """
 
+from __future__ import annotations
+
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from duequeue.store import (
-    add_sql,
-    change_sql,
-    claim_sql,
-    commit_sql,
-    dashboard_sql,
-    ops_sql,
-    pause_sql,
-    reads,
-    retries,
-    tz_sql,
-)
+from duequeue.shared.lazy import LazyModule
+from duequeue.store import claim_sql, commit_sql, ops_sql, pause_sql, reads, retries, tz_sql
 from duequeue.store import rows as shared
 from duequeue.store.backend import Backend, Listener
-from duequeue.store.records import (
+from duequeue.store.sql import Run
+from duequeue.store.tick_records import (
     BrowseState,
-    Change,
     Claim,
     Committed,
-    Dashboard,
-    DeadLetter,
     DeliveryRecord,
-    Edit,
     Fire,
-    FireMove,
-    HealthCheck,
-    HostTick,
-    NewReminder,
-    PendingRetry,
-    PruneCounts,
-    Refire,
-    ReminderView,
     Resolution,
-    StaleFire,
-    Stats,
     View,
 )
-from duequeue.store.sql import Run
+
+if TYPE_CHECKING:
+    from duequeue.store import add_sql, change_sql, dashboard_sql
+    from duequeue.store.records import (
+        Change,
+        Dashboard,
+        DeadLetter,
+        Edit,
+        FireMove,
+        HealthCheck,
+        HostTick,
+        NewReminder,
+        PendingRetry,
+        PruneCounts,
+        Refire,
+        ReminderView,
+        StaleFire,
+        Stats,
+    )
+else:
+    # Loaded on first use: `add`, `edit` and the dashboard's queries, with the records they
+    # build (records.py), which cron's tick with nothing due never needs (tick_records.py).
+    add_sql = LazyModule("duequeue.store.add_sql")
+    change_sql = LazyModule("duequeue.store.change_sql")
+    dashboard_sql = LazyModule("duequeue.store.dashboard_sql")
 
 T = TypeVar("T")
 

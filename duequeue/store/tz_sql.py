@@ -8,11 +8,20 @@ start: a release compares as text, which orders IANA releases of one length of l
 (2025b < 2026a < 2026f), and '' (unknown: stored before releases were recorded) comes first.
 """
 
-from collections.abc import Callable
-from typing import Any
+from __future__ import annotations
 
-from duequeue.store.records import FireMove, Refire, StaleFire
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from duequeue.shared.lazy import LazyModule
 from duequeue.store.sql import Dialect, Row, Run
+
+if TYPE_CHECKING:
+    from duequeue.store import records
+    from duequeue.store.records import FireMove, Refire, StaleFire
+else:
+    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    records = LazyModule("duequeue.store.records")
 
 # The tick's check: one probe of the index (the first entry below the release) and one of the
 # queue's release (a queue that has not recorded this release yet gets a pass, which finds no
@@ -191,7 +200,7 @@ def moves(run: Run, d: Dialect, reminder_id: int) -> list[FireMove]:
         ),
         {"id": reminder_id},
     )
-    return [FireMove(int(r[0]), int(r[1]), int(r[2]), r[3], r[4], int(r[5])) for r in rows]
+    return [records.FireMove(int(r[0]), int(r[1]), int(r[2]), r[3], r[4], int(r[5])) for r in rows]
 
 
 # The tz release the last tick read, on a database one host ticks (SQLite; PostgreSQL notes one
@@ -216,7 +225,7 @@ def count_moves(run: Run, d: Dialect) -> int:
 
 def _stale(r: Row) -> StaleFire:
     values: list[Any] = list(r)
-    return StaleFire(
+    return records.StaleFire(
         reminder_id=int(values[0]),
         rule_kind=values[1],
         rule=values[2],

@@ -1,6 +1,7 @@
 """Input that used to pass and could never work is refused up front (issue 24, item 9): one
 line, nothing written; and a subject that looks encoded arrives as typed."""
 
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.clirunner import Cli
-from tests.procs import run_cli
+from tests.procs import LIMIT_S, cli_args, cli_env, run_cli
 from tests.servers import SmtpSink
 
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
@@ -42,6 +43,37 @@ def test_an_add_that_could_never_be_delivered_is_refused(
     r = run_cli(db_path, "add", "--at", "+1h", *args)
     assert (r.returncode, r.stdout, r.stderr) == (2, "", f"duequeue: error: {line}\n")
     assert not db_path.exists()  # nothing written, not even an empty database
+
+
+@pytest.mark.parametrize(
+    ("url", "line"),
+    [
+        (
+            "postgresql:/127.0.0.1/test",
+            "--db postgresql:/127.0.0.1/test: a postgresql URL starts postgresql:// (write"
+            " postgresql://127.0.0.1/test; a file of that name: ./postgresql:/127.0.0.1/test)",
+        ),
+        (
+            "nosuch://host/db",
+            "--db nosuch://host/db: no backend for that scheme"
+            " (known: postgres://, postgresql://, sqlite://)",
+        ),
+    ],
+)
+def test_a_db_url_that_names_no_database_is_refused(tmp_path: Path, url: str, line: str) -> None:
+    # Before, `postgresql:/host/db` (one slash) added into a new SQLite file under a folder
+    # named `postgresql:`, exit 0, that no tick read.
+    r = subprocess.run(
+        cli_args("--db", url, "add", "--at", "+1h", "--webhook", HOOK),
+        env=cli_env(tmp_path / "unused.db"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+        check=False,
+    )
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"duequeue: error: {line}\n")
+    assert list(tmp_path.iterdir()) == []  # nothing written anywhere
 
 
 def test_a_large_number_that_fits_a_double_passes(db_path: Path) -> None:

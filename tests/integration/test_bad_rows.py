@@ -9,6 +9,7 @@ saying why; the rows beside it are delivered and the tick exits 0.
 """
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -204,3 +205,39 @@ def test_doctor_names_a_pending_channel_this_host_does_not_know(
     (line,) = [x for x in r.out.splitlines() if "channels:" in x]
     assert line.startswith("PROBLEM  channels: pending reminders have targets of channel 'toy'")
     assert "DUEQUEUE_CHANNELS" in r.out
+
+
+@pytest.mark.sqlite_only
+def test_text_that_is_not_utf8_holds_its_reminder_and_the_rest_goes_out(
+    db_path: Path, http: HttpSink
+) -> None:
+    cli = Cli(db_path, T0)
+    good = cli.add("--at", "now", "--subject", "fine", "--webhook", http.url("/good"))
+    bad = cli.add("--at", "now", "--subject", "bad", "--webhook", http.url("/bad"))
+    odd = cli.add("--at", "now", "--webhook", http.url("/odd-target"))
+    # Bytes that are not UTF-8, stored as TEXT by a hand: before, every tick and every inspect
+    # failed on them (UnicodeDecodeError), every minute, for every reminder.
+    execute(db_path, f"UPDATE reminders SET subject = CAST(x'66ff6f' AS TEXT) WHERE id = {bad}")
+    execute(db_path, f"UPDATE reminders SET last_error = CAST(x'c3' AS TEXT) WHERE id = {good}")
+    execute(
+        db_path,
+        f"UPDATE targets SET address = CAST(x'687474703a2f2fff' AS TEXT) WHERE reminder_id = {odd}",
+    )
+
+    first = cli.tick()
+    assert (first["claimed"], first["sent"], first["errors"]) == (1, 1, [])
+    assert [r.path for r in http.requests] == ["/good"]
+    rows = {r["id"]: r for r in cli.inspect("--all")}
+    assert rows[good]["state"] == "done"
+    for rid, where in ((bad, "reminders.subject"), (odd, "targets.address")):
+        assert rows[rid]["state"] == "paused"
+        assert rows[rid]["last_error"].startswith(f"held: {where} held text that is not UTF-8")
+        assert rows[rid]["last_error"].endswith(f"`duequeue resume {rid}`")
+    assert rows[bad]["subject"] == "f\ufffdo"
+
+    # Held, not lost: resumed by the operator, it goes out once, as it now reads.
+    assert cli("resume", str(bad)).code == 0
+    again = cli.tick()
+    assert (again["claimed"], again["sent"]) == (1, 1)
+    assert [r.path for r in http.requests] == ["/good", "/bad"]
+    assert json.loads(http.requests[1].body)["data"]["subject"] == "f\ufffdo"

@@ -107,16 +107,18 @@ def test_update_takes_the_new_figures_and_keeps_the_tolerances() -> None:
     assert budget.updated(None, MEASURED, "n").entries["import_per_line"].tolerance == 0.02
 
 
-def test_update_of_some_parts_keeps_the_budget_and_baselines_of_the_rest() -> None:
-    # `--update --only delivery`: the other figures were not measured.
-    old = parse_budget(GOOD.replace("bare_per_post = 550000", "bare_per_post = 1\nimport_base = 2"))
-    new = budget.updated(old, {"tick_per_delivery": 650_000.0, "bare_per_post": 500_000.0}, "n")
-    assert new.entries["tick_per_delivery"] == Entry(650_000.0, 0.02)
-    assert new.entries["empty_tick"] == old.entries["empty_tick"]
+def test_update_of_one_part_keeps_the_other_figures_as_the_file_has_them() -> None:
+    old = parse_budget(GOOD)
+    new = budget.updated(old, {"empty_tick": 400e6, "import_base": 290e6}, "n")
+    assert new.entries["empty_tick"] == Entry(400e6, 0.005)
+    assert new.entries["tick_per_delivery"] == old.entries["tick_per_delivery"]
     assert new.entries["import_per_line"] == old.entries["import_per_line"]
-    assert new.baselines == {"bare_per_post": 500_000.0, "import_base": 2.0}
-    with pytest.raises(BudgetFileError, match="empty_tick not measured"):
-        budget.updated(None, {"tick_per_delivery": 650_000.0}, "n")
+    assert new.baselines == {**old.baselines, "import_base": 290e6}
+
+
+def test_update_of_one_part_without_a_file_is_refused() -> None:
+    with pytest.raises(BudgetFileError, match="tick_per_delivery"):
+        budget.updated(None, {"empty_tick": 400e6, "import_base": 290e6}, "n")
 
 
 def test_per_unit_is_the_difference_over_the_sizes() -> None:
