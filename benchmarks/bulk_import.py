@@ -2,6 +2,11 @@
 
 The baseline is the time to read and parse the same file in Python (json.loads per line), so
 the figure says how much of the budget duequeue's own work takes; the target is absolute.
+
+`python -m benchmarks.bulk_import FILE DB` is issue 34's bare script, run as a process of its
+own beside `duequeue import` (timed with benchmarks.peak_rss): it json-parses each line and
+`executemany`-inserts the reminders and their targets into two plain SQLite tables in one
+transaction, in batches of BARE_BATCH, checking nothing and computing nothing.
 """
 
 import json
@@ -11,6 +16,8 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Result, duequeue_env, measure
+
+BARE_BATCH = 5_000
 
 
 def _write(path: Path, n: int) -> None:
@@ -63,3 +70,40 @@ def run(n: int, target: float = 20_000) -> Result:
         ok=rate >= target,
         note="ratio is reminders per second",
     )
+
+
+def bare(source: Path, db: Path) -> int:
+    """Json-parse every line of `source` and insert it into `db`; return the count."""
+    import apsw  # the driver duequeue uses
+
+    conn = apsw.Connection(str(db))
+    conn.execute(
+        "CREATE TABLE reminders (id INTEGER PRIMARY KEY, key TEXT UNIQUE, subject TEXT, "
+        "at TEXT, tz TEXT);"
+        "CREATE TABLE targets (reminder_id INTEGER, channel TEXT, address TEXT)"
+    )
+    count = 0
+    with conn, source.open("rb") as f:
+        while True:
+            batch = [json.loads(line) for _, line in zip(range(BARE_BATCH), f, strict=False)]
+            if not batch:
+                break
+            first = count + 1
+            conn.executemany(
+                "INSERT INTO reminders (id, key, subject, at, tz) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (first + i, o.get("key"), o.get("subject"), o.get("at"), o.get("tz"))
+                    for i, o in enumerate(batch)
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO targets VALUES (?, 'webhook', ?)",
+                [(first + i, w) for i, o in enumerate(batch) for w in o.get("webhooks", ())],
+            )
+            count += len(batch)
+    conn.close()
+    return count
+
+
+if __name__ == "__main__":
+    print(bare(Path(sys.argv[1]), Path(sys.argv[2])))

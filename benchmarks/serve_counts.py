@@ -3,6 +3,7 @@ two checkouts in the same run (before and after a change), alternating, two roun
 
     python -m benchmarks.serve_counts --before /path/to/other/checkout
     python -m benchmarks.serve_counts --db postgresql://... --before ...   # an existing database
+    python -m benchmarks.serve_counts --build-pg postgresql://.../big   # make one, then measure
 
 Without --db the database is serve_pages.py's (10^6 reminders and ledger rows, built in a temp
 dir); a PostgreSQL one is built the same way: serve_pages' lines through `import`, then its fill.
@@ -11,10 +12,12 @@ dir); a PostgreSQL one is built the same way: serve_pages' lines through `import
 import argparse
 import asyncio
 import tempfile
+import time
 from pathlib import Path
 
 from benchmarks.common import ROOT
-from benchmarks.serve_pages import Server, _page_times, build
+from benchmarks.serve_pages import DAY_MS, Server, _lines, _page_times, build
+from duequeue import Queue
 
 PATHS = {"overview /": "/", "API stats": "/api/v1/stats"}
 
@@ -32,13 +35,59 @@ def measure(db: str, trees: list[Path], repeat: int) -> None:
                       f"worst {worst:7.1f} ms", flush=True)  # fmt: skip
 
 
+def build_pg(url: str, n: int) -> None:
+    """Fill the (new, empty) PostgreSQL database at `url` as serve_pages.build does SQLite's:
+    `n` reminders through `import`, then the same ledger, done, cancelled and dead rows."""
+    now_ms = int(time.time() * 1000)
+    with Queue(url) as q:
+        q.import_lines(_lines(n, now_ms))
+    fill_pg(url, now_ms)
+
+
+def fill_pg(url: str, now_ms: int) -> None:
+    """Add serve_pages.fill's rows to a PostgreSQL database of imported reminders."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        args = {"now": now_ms, "day": DAY_MS}
+        conn.execute(
+            """INSERT INTO deliveries (reminder_id, target_id, fire_at, outcome, error, attempt, at)
+               SELECT r.id, t.id, %(now)s - (r.id * 2591) %% (30 * %(day)s::bigint),
+                      CASE WHEN r.id %% 13 = 0 THEN 'failed' ELSE 'sent' END,
+                      CASE WHEN r.id %% 13 = 0 THEN 'HTTP 503' END, 1,
+                      %(now)s - (r.id * 2591) %% (30 * %(day)s::bigint) + 400
+               FROM reminders r JOIN targets t ON t.reminder_id = r.id""",
+            args,
+        )
+        conn.execute(
+            "UPDATE reminders SET done_at = %(now)s, next_fire_at = NULL WHERE id %% 10 = 0", args
+        )
+        conn.execute(
+            """UPDATE reminders SET cancelled_at = %(now)s, next_fire_at = NULL
+               WHERE id %% 50 = 7""",
+            args,
+        )
+        conn.execute(
+            """INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at)
+               SELECT id, %(now)s - 3600000, 3, 'HTTP 500', %(now)s - 3000000 FROM reminders
+               WHERE id %% 100 = 3""",
+            args,
+        )
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.serve_counts", description=__doc__)
     parser.add_argument("--db", help="an existing database (path or URL); default: build one")
     parser.add_argument("--before", type=Path, help="the other checkout, measured first")
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--build-pg", metavar="URL", help="fill this empty PostgreSQL database")
     args = parser.parse_args()
+    if args.build_pg:
+        build_pg(args.build_pg, args.n)
+        args.db = args.build_pg
     trees = ([args.before] if args.before else []) + [ROOT]
     if args.db:
         measure(args.db, trees, args.repeat)

@@ -223,9 +223,14 @@ def recomputed(done: recompute.Pass, dry_run: bool) -> results.Recomputed:
 
 def overview(o: store.Dashboard, at: datetime) -> results.Overview:
     """Return serve's overview at `at`: per-minute counts every minute of the last day and
-    per-hour counts every hour of the next, zeros included, so a chart has no gaps."""
+    per-hour counts every hour of the next, zeros included, so a chart has no gaps; an hour
+    counted past its cap shows the cap and is named in per_hour_lower_bounds."""
     minutes = {m: (sent, failed) for m, sent, failed in o.per_minute}
     hours = dict(o.per_hour)
+    top = o.hour_cap
+    over = () if top is None else tuple(h for h, n in o.per_hour if n > top)
+    if top is not None:
+        hours = {h: min(n, top) for h, n in hours.items()}
     start = at.replace(second=0, microsecond=0)
     return results.Overview(
         stats=stats(o.stats, at),
@@ -234,6 +239,7 @@ def overview(o: store.Dashboard, at: datetime) -> results.Overview:
             (start - timedelta(minutes=m), *minutes.get(m, (0, 0))) for m in range(1439, -1, -1)
         ),
         per_hour=tuple((at + timedelta(hours=h), hours.get(h, 0)) for h in range(24)),
+        per_hour_lower_bounds=tuple(at + timedelta(hours=h) for h in sorted(over)),
     )
 
 

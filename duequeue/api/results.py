@@ -361,6 +361,9 @@ class Overview:
     per_minute: tuple[tuple[datetime, int, int], ...]
     # Fires due per hour over the next 24 h, soonest first: (hour start, rows).
     per_hour: tuple[tuple[datetime, int], ...]
+    # The starts of the hours of per_hour whose count stopped at its cap (overview(cap=...)):
+    # each holds at least the rows it says; () when every hour is exact.
+    per_hour_lower_bounds: tuple[datetime, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

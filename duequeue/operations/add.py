@@ -3,9 +3,9 @@ into a reminder ready to store, what the user should know about it, its first fi
 write. reschedule, edit and import check times and targets by these same rules."""
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from duequeue.channels import registry
 from duequeue.config.settings import Settings
@@ -22,11 +22,12 @@ if TYPE_CHECKING:
     from duequeue.schedule.rules import RuleKind
 
 
-@dataclass(frozen=True, slots=True)
-class AddRequest:
+class AddRequest(NamedTuple):
     """The `add` arguments as given (to Queue.add, or on an import line), not yet validated.
 
-    Field names are the API's, and so are the names errors give: `at`, `webhooks[1]`.
+    Field names are the API's, and so are the names errors give: `at`, `webhooks[1]`. A
+    NamedTuple, not a frozen dataclass: import makes one a line, and a frozen dataclass's
+    __init__ sets each of its 15 fields through object.__setattr__ (~1.5 us a line).
     """
 
     at: str | datetime | timedelta | None
@@ -104,13 +105,33 @@ def _strings(name: str, values: Iterable[str]) -> tuple[str, ...]:
     return found
 
 
+# What build_reminder computed from an add's time fields (at, tz, rrule, cron, misfire_grace),
+# for the next line of an import that gives the same ones: the zone's name, the start and first
+# fire (ms), the rule's kind and text, the grace (ms), the wall time named, whether it is from
+# now, and the tz release and zone digest that computed them.
+_When = tuple[
+    str, int, int, "RuleKind | None", str | None, int | None, str | None, bool, str, str | None
+]
+
+
 def build_reminder(
-    req: AddRequest, default_tz: str, now: datetime, *, settings: Mapping[str, Any] | None = None
+    req: AddRequest,
+    default_tz: str,
+    now: datetime,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> NewReminder:
     """Validate an add request into a reminder ready to store.
 
     `settings`: every setting by name (Settings.by_name()): a channel may check an address
     against them (notify targets are refused under DUEQUEUE_WEBHOOK_BLOCK_PRIVATE).
+
+    `memo`: import's batch memo, a dict kept across the lines of one import (one `now`,
+    `default_tz` and `settings`; the caller bounds its size): what was computed from time
+    fields and target addresses seen before is taken from it. Only what succeeded is kept, and
+    everything kept is a function of what keys it, so a line gets the same reminder, or the
+    same first refusal, with or without it.
     """
     validate.utf8(
         [
@@ -129,11 +150,63 @@ def build_reminder(
         raise BadInputError("give one recurrence, not both", field=("rrule", "cron"))
     if req.data is not None and req.data_json is not None:
         raise BadInputError("give data as a value or as JSON text, not both", field="data")
+    settings = settings or {}
+    # Text (or nothing) in every time field: what they mean depends on nothing else.
+    when_key = (
+        ("when", req.at, req.tz, req.rrule, req.cron, req.misfire_grace)
+        if memo is not None
+        and (req.at is None or type(req.at) is str)
+        and (req.misfire_grace is None or type(req.misfire_grace) is str)
+        else None
+    )
+    when: _When | None = None if memo is None else memo.get(when_key)
+    if when is None:
+        when, new_targets = _when(req, default_tz, now, settings, memo)
+        if memo is not None and when_key is not None:
+            memo[when_key] = when
+    else:
+        new_targets = _targets(req, settings, memo)
+    tz, dtstart, fire_at, kind, rule_text, grace, start_wall, relative, release, digest = when
+    if req.data_json is not None:
+        data = validate.data(req.data_json, "data_json")
+    elif req.data is not None:
+        data = validate.data_value(req.data)
+    else:
+        data = None
+    return NewReminder(
+        subject=validate.subject(req.subject),
+        body=validate.body(req.body),
+        data=data,
+        tz=tz,
+        dtstart=dtstart,
+        fire_at=fire_at,
+        targets=new_targets,
+        rule_kind=kind,
+        rule=rule_text,
+        misfire_grace_ms=grace,
+        key=validate.key(req.key),
+        relative=relative,
+        start_wall=start_wall,
+        release=release,
+        zone_digest=digest,
+    )
+
+
+def _when(
+    req: AddRequest,
+    default_tz: str,
+    now: datetime,
+    settings: Mapping[str, Any],
+    memo: dict[Any, Any] | None,
+) -> tuple[_When, tuple[NewTarget, ...]]:
+    """Return what an add's time fields mean, and its targets checked (between them, in the
+    order add has always checked them, so a line with several faults is refused for the same
+    one)."""
     zone = schedule.parse_zone(req.tz or _zone_of(req.at) or default_tz)
     if req.at is None and req.cron is None:
         raise BadInputError("required (a time such as 2027-01-05T09:00, +15m or now)", field="at")
     start = _start(req.at, zone, now)
-    new_targets = _targets(req, settings or {})
+    new_targets = _targets(req, settings, memo)
     grace = None if req.misfire_grace is None else _grace_ms(req.misfire_grace)
     fire_at = to_ms(start)
     kind: RuleKind | None = None
@@ -147,30 +220,19 @@ def build_reminder(
         if first is None:
             raise BadInputError("the rule has no fire at or after its start", field=kind)
         fire_at, rule_text = to_ms(first), rule.text
-    start_wall = _start_wall(req.at, zone, now)
-    if req.data_json is not None:
-        data = validate.data(req.data_json, "data_json")
-    elif req.data is not None:
-        data = validate.data_value(req.data)
-    else:
-        data = None
-    return NewReminder(
-        subject=validate.subject(req.subject),
-        body=validate.body(req.body),
-        data=data,
-        tz=zone.key,
-        dtstart=to_ms(start),
-        fire_at=fire_at,
-        targets=new_targets,
-        rule_kind=kind,
-        rule=rule_text,
-        misfire_grace_ms=grace,
-        key=validate.key(req.key),
-        relative=_relative(req.at),
-        start_wall=start_wall,
-        release=schedule.data_release(),
-        zone_digest=None if zone.key == "UTC" else schedule.zone_digest(zone.key),
+    when = (
+        zone.key,
+        to_ms(start),
+        fire_at,
+        kind,
+        rule_text,
+        grace,
+        _start_wall(req.at, zone, now),
+        _relative(req.at),
+        schedule.data_release(),
+        None if zone.key == "UTC" else schedule.zone_digest(zone.key),
     )
+    return when, new_targets
 
 
 def _relative(at: str | datetime | timedelta | None) -> bool:
@@ -197,9 +259,11 @@ def _start_wall(
     return None if wall is None else wall.isoformat()
 
 
-def _targets(req: AddRequest, settings: Mapping[str, Any]) -> tuple[NewTarget, ...]:
+def _targets(
+    req: AddRequest, settings: Mapping[str, Any], memo: dict[Any, Any] | None = None
+) -> tuple[NewTarget, ...]:
     """Return every target given, checked, in the order they are stored, each webhook with its
-    own secret if one was given."""
+    own secret if one was given (`memo`: build_reminder's, for addresses checked before)."""
     checked: list[NewTarget] = []
     for name, channel, addresses in (
         ("emails", "email", req.emails),
@@ -207,7 +271,12 @@ def _targets(req: AddRequest, settings: Mapping[str, Any]) -> tuple[NewTarget, .
         ("notify", "notify", req.notify),
     ):
         for i, address in enumerate(addresses):
-            checked.append(_target(name, i, channel, address, settings))
+            found = None if memo is None else memo.get((channel, address))
+            if found is None:
+                found = _target(name, i, channel, address, settings)
+                if memo is not None:
+                    memo[(channel, address)] = found
+            checked.append(found)
     for i, pair in enumerate(req.targets):
         if not (
             isinstance(pair, tuple | list)

@@ -37,6 +37,11 @@ FIELDS = (
 OLD_NAMES = {"email": "emails", "webhook": "webhooks"}
 _KNOWN = frozenset(FIELDS) | frozenset(OLD_NAMES)
 _TEXT_FIELDS = ("at", "tz", "rrule", "cron", "subject", "body", "key", "misfire_grace")
+_TEXT_SET = frozenset(_TEXT_FIELDS)
+# The most entries of build_reminder's memo (time fields and target addresses seen before):
+# a file of few distinct times and addresses computes each once; one of all distinct ones
+# holds a few MB at most before the memo starts again.
+MEMO_SIZE = 4_096
 # One decoder for every line: json.loads with an option builds a new one per call (+3 us a line).
 _DECODER = json.JSONDecoder(parse_constant=validate.reject_constant)
 
@@ -83,12 +88,16 @@ def parse_lines(
     spool = Spool()
     old: set[str] = set()
     blank: list[int] = []
+    settings = settings or {}
+    memo: dict[Any, Any] = {}
     try:
         for number, raw in enumerate(lines, 1):
             if progress is not None:
                 progress(len(raw))
             if raw.strip():
-                spool.add(_line(raw, number, default_tz, now, settings or {}, old))
+                if len(memo) >= MEMO_SIZE:
+                    memo.clear()
+                spool.add(_line(raw, number, default_tz, now, settings, old, memo))
             else:
                 blank.append(number)
     except BaseException:
@@ -109,6 +118,7 @@ def _line(
     now: datetime,
     settings: Mapping[str, Any],
     old: set[str],
+    memo: dict[Any, Any] | None = None,
 ) -> NewReminder:
     try:
         # Decoding first spares json its encoding sniffing, and says what is wrong plainly.
@@ -122,8 +132,8 @@ def _line(
         raise BadInputError(f"not valid JSON ({exc})", line=number) from None
     if not isinstance(obj, dict):
         raise BadInputError("expected a JSON object, one reminder per line", line=number)
-    unknown = sorted(set(obj) - _KNOWN)
-    if unknown:
+    if not _KNOWN.issuperset(obj):
+        unknown = sorted(set(obj) - _KNOWN)
         raise BadInputError(
             f"unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}", line=number
         )
@@ -136,33 +146,40 @@ def _line(
             renamed[new] = name
             obj[new] = obj.pop(name)
     try:
-        for name in _TEXT_FIELDS:
-            value = obj.get(name)
-            if value is not None and not isinstance(value, str):
-                raise BadInputError(f"expected a string, got {json.dumps(value)[:40]}", field=name)
+        for name, value in obj.items():  # the line's few fields, not all eight text ones
+            if value is not None and type(value) is not str and name in _TEXT_SET:
+                _not_text(obj)
         get = obj.get
         req = AddRequest(
             at=get("at"),
             tz=get("tz"),
             rrule=get("rrule"),
             cron=get("cron"),
-            emails=_texts(obj, "emails"),
-            webhooks=_texts(obj, "webhooks"),
-            notify=_texts(obj, "notify"),
-            targets=_pairs(obj),
-            webhook_secrets=_texts(obj, "webhook_secret"),
+            emails=_texts(obj, "emails") if "emails" in obj else (),
+            webhooks=_texts(obj, "webhooks") if "webhooks" in obj else (),
+            notify=_texts(obj, "notify") if "notify" in obj else (),
+            targets=_pairs(obj) if "targets" in obj else (),
+            webhook_secrets=_texts(obj, "webhook_secret") if "webhook_secret" in obj else (),
             subject=get("subject") or "Reminder",
             body=get("body") or "",
             data=get("data"),  # already parsed: no second json round trip
             key=get("key"),
             misfire_grace=get("misfire_grace"),
         )
-        reminder = build_reminder(req, default_tz, now, settings=settings)
+        reminder = build_reminder(req, default_tz, now, settings=settings, memo=memo)
     except BadInputError as exc:
         # Named as the line named it: `email[0]` in a line that still says "email".
         fields = tuple(_as_written(f, renamed) for f in exc.fields)
         raise exc.with_field(fields).at_line(number) from None
     return reminder
+
+
+def _not_text(obj: dict[str, Any]) -> None:
+    """Raise for the first text field (in _TEXT_FIELDS' order) that is not a string."""
+    for name in _TEXT_FIELDS:
+        value = obj.get(name)
+        if value is not None and not isinstance(value, str):
+            raise BadInputError(f"expected a string, got {json.dumps(value)[:40]}", field=name)
 
 
 def _as_written(field: str, renamed: dict[str, str]) -> str:

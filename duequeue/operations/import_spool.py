@@ -27,7 +27,7 @@ _Flat = tuple[
     Any, Any, Any, Any, Any, Any, Any, Any,
 ]  # fmt: skip
 
-CHUNK = 10_000  # reminders per pickled chunk; a few MB in memory at a time
+CHUNK = 2_000  # reminders per pickled chunk; about a MB in memory at a time
 
 
 class Spool:
@@ -86,8 +86,13 @@ class Spool:
                 return
             except OSError as exc:
                 raise _failed(exc) from exc
+            # Many lines share their targets (a few endpoints for a million reminders): each
+            # distinct set is made once a chunk.
+            made: dict[tuple[tuple[Any, ...], ...], tuple[NewTarget, ...]] = {}
             for subject, body, data, tz, dtstart, fire_at, targets, *rest in chunk:
-                ts = tuple(NewTarget(*t) for t in targets)
+                ts = made.get(targets)
+                if ts is None:
+                    ts = made[targets] = tuple(NewTarget(*t) for t in targets)
                 yield NewReminder(subject, body, data, tz, dtstart, fire_at, ts, *rest)
 
     def close(self) -> None:

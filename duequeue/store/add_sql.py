@@ -9,8 +9,8 @@ it returns the existing id (idempotent), with other content it raises KeyConflic
 `add` does, after checking every row.
 """
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from duequeue.errors import KeyConflictError
 from duequeue.store import reads, search_sql
@@ -31,6 +31,8 @@ _TARGET = """INSERT INTO targets (reminder_id, channel, address, secret)
     ON CONFLICT DO NOTHING"""
 
 _KEYS_AT_ONCE = 500  # keys an import's conflict check looks up in one query
+# SQLite's page cache (KiB) while add_many writes; the default is 2,000 KiB.
+BULK_CACHE_KIB = 16_384
 
 # What makes two adds of one key the same reminder, in NewReminder's names.
 _CONTENT = ("subject", "body", "data", "rule_kind", "rule", "tz", "dtstart", "misfire_grace_ms")
@@ -95,6 +97,21 @@ def add_many(run: Run, d: Dialect, reminders: Iterable[NewReminder], now: int) -
     idempotent); with other content it is a conflict: KeyConflictError, after every chunk is
     checked, with each conflict's position in `reminders` (from 1) as its line number.
     """
+    if d.name != "sqlite":
+        return _add_many(run, d, reminders, now)
+    # One transaction dirties pages of the key index all over: with SQLite's default 2 MB
+    # cache they were spilled into the WAL again and again (BENCHMARKS.md, issue 34's import).
+    was = int(run("PRAGMA cache_size", {})[0][0])  # KiB when negative, else pages (of 4 KiB)
+    if (-was if was < 0 else 4 * was) >= BULK_CACHE_KIB:
+        return _add_many(run, d, reminders, now)
+    run(f"PRAGMA cache_size = -{BULK_CACHE_KIB}", {})
+    try:
+        return _add_many(run, d, reminders, now)
+    finally:
+        run(f"PRAGMA cache_size = {was}", {})
+
+
+def _add_many(run: Run, d: Dialect, reminders: Iterable[NewReminder], now: int) -> tuple[int, int]:
     conflicts: list[tuple[int, str, int, str]] = []
     seen = 0
 
@@ -126,7 +143,8 @@ def _add_chunk(
 ) -> tuple[int, int]:
     # One batch for the chunk. Each insert still runs in order, so the UNIQUE key decides as in
     # `add`: a key seen before, even earlier in this chunk, inserts nothing and returns no row.
-    returned = run.many(d.sql(_INSERT), [_values(r, now) for r in chunk])
+    values = [reminder_values(r, now) for r in chunk]
+    returned = run.many(d.sql(_INSERT), bind(d, REMINDER_FIELDS, values))
     added, skipped = _added(chunk, returned)
     _targets(run, d, added)
     _digests(run, d, [r for _, r in added])
@@ -189,14 +207,23 @@ def _added(
 
 
 def _targets(run: Run, d: Dialect, added: Sequence[tuple[int, NewReminder]]) -> None:
-    run.many(
-        d.sql(_TARGET),
-        [
-            {"rid": rid, "channel": t.channel, "address": t.address, "secret": t.secret}
-            for rid, r in added
-            for t in r.targets
-        ],
-    )
+    values = [(rid, t.channel, t.address, t.secret) for rid, r in added for t in r.targets]
+    run.many(d.sql(_TARGET), bind(d, ("rid", "channel", "address", "secret"), values))
+
+
+def bind(
+    d: Dialect, names: Sequence[str], rows: list[tuple[Any, ...]]
+) -> Sequence[Mapping[str, Any]]:
+    """Return rows of values for a batch (`names`: the parameters, in the order the statement
+    first names them) as the driver binds them fastest.
+
+    SQLite (apsw) binds a tuple to `:name` parameters by position, about a microsecond a row
+    less than a dict whose every name it looks up (issue 34's import); psycopg's `%(name)s`
+    needs the dict. Typed as the mappings Run.many declares, which is what they stand for.
+    """
+    if d.paramstyle == "named":
+        return cast(Sequence[Mapping[str, Any]], rows)
+    return [dict(zip(names, row, strict=True)) for row in rows]
 
 
 def _search(run: Run, d: Dialect, added: Sequence[tuple[int, NewReminder]]) -> None:

@@ -7,7 +7,7 @@ seam); none of them commits or reads the clock.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from duequeue.errors import NotFoundError
 from duequeue.shared.lazy import LazyModule
@@ -178,7 +178,7 @@ def _deliverable(run: Run, d: Dialect, rid: int, fire: int) -> bool:
 # `id > 0` (every id is) makes SQLite walk reminders_retrying: without it, it walks all of
 # reminders_due reading each row (a second at 10^6), its planner taking IS NOT NULL for a range.
 _OPEN_LETTERS = """dead_letters d WHERE d.retried_at IS NULL AND NOT EXISTS
-    (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id AND r.cancelled_at IS NOT NULL)"""
+    (SELECT 1 FROM {cancelled} WHERE r.id = d.reminder_id AND r.cancelled_at IS NOT NULL)"""
 _COUNTED: dict[str, str] = {
     "pending": "reminders WHERE next_fire_at IS NOT NULL",
     "done": "reminders WHERE done_at IS NOT NULL AND cancelled_at IS NULL",
@@ -189,7 +189,7 @@ _COUNTED: dict[str, str] = {
     "leased": "reminders WHERE next_fire_at <= :now AND lease_until >= :now",
     # An anti-join on reminders_cancelled (every letter has its reminder: a foreign key), which
     # PostgreSQL merges index-only; the inner join it replaced was a hash join over all of
-    # reminders there (220 ms at 10^6).
+    # reminders there (220 ms at 10^6). SQLite is told to probe that index (Dialect).
     "dead_letters": _OPEN_LETTERS,
     # The reminders those letters belong to (what every view marks `dead`).
     "dead_reminders": _OPEN_LETTERS,
@@ -220,18 +220,28 @@ def caps(cap: int) -> dict[str, int]:
     return {name: max(1, cap // 10) if name in _READS_ROWS else cap for name in _COUNTED}
 
 
-def stats(run: Run, d: Dialect, now: int, cap: int | None = None) -> Stats:
+def stats(
+    run: Run,
+    d: Dialect,
+    now: int,
+    cap: int | None = None,
+    ledger: tuple[int, int, int, int, int, int | None] | None = None,
+) -> Stats:
     """Count rows by state and recent ledger outcomes (in one snapshot: the store's to open).
 
     With `cap`, each count stops after `cap` rows (leased and dead letters after a tenth of it:
     see caps): serve's overview and /api/v1/stats read these at every refresh, and a state of
     10^6 rows costs half a second to count. A count that reached its cap is the cap and is
     named in Stats.lower_bounds, as are the ledger's counts of the day when the last day holds
-    more than `cap` rows (and of the hour, when the walk, newest first, ended inside it)."""
+    more than `cap` rows (and of the hour, when the walk, newest first, ended inside it).
+    `ledger` is that walk already made (see ledger_of_day), so the overview walks it once."""
     capped = cap is not None
     stops = caps(cap or 1)
     args = {"now": now, "over": stops["pending"] + 1, "over_rows": stops["leased"] + 1}
-    counts = ", ".join(_count(name, rows, capped) for name, rows in _COUNTED.items())
+    counts = ", ".join(
+        _count(name, rows.format(cancelled=d.cancelled_probe), capped)
+        for name, rows in _COUNTED.items()
+    )
     (found,) = run(
         d.sql(
             f"""SELECT {counts},
@@ -241,30 +251,32 @@ def stats(run: Run, d: Dialect, now: int, cap: int | None = None) -> Stats:
     )
     state = dict(zip(_COUNTED, (int(n) for n in found[:-1]), strict=False))
     oldest = found[-1]
-    ledger_rows = "deliveries WHERE at > :day AND at <= :now"
-    if capped:  # newest first, so that the walk covers the last hour before the rest of the day
-        ledger_rows = f"(SELECT at, outcome FROM {ledger_rows} ORDER BY at DESC LIMIT :over) l"
-    (ledger,) = run(
-        d.sql(
-            f"""SELECT
-                 count(*) FILTER (WHERE outcome = 'sent' AND at > :hour),
-                 count(*) FILTER (WHERE outcome != 'sent' AND at > :hour),
-                 count(*) FILTER (WHERE outcome = 'sent'),
-                 count(*) FILTER (WHERE outcome != 'sent'),
-                 count(*), min(at)
-               FROM {ledger_rows}"""
-        ),
-        {**args, "hour": now - HOUR_MS, "day": now - DAY_MS},
-    )
+    if ledger is None:
+        ledger_rows = "deliveries WHERE at > :day AND at <= :now"
+        if capped:  # newest first, so that the walk covers the last hour before the rest
+            ledger_rows = f"(SELECT at, outcome FROM {ledger_rows} ORDER BY at DESC LIMIT :over) l"
+        (row,) = run(
+            d.sql(
+                f"""SELECT
+                     count(*) FILTER (WHERE outcome = 'sent' AND at > :hour),
+                     count(*) FILTER (WHERE outcome != 'sent' AND at > :hour),
+                     count(*) FILTER (WHERE outcome = 'sent'),
+                     count(*) FILTER (WHERE outcome != 'sent'),
+                     count(*), min(at)
+                   FROM {ledger_rows}"""
+            ),
+            {**args, "hour": now - HOUR_MS, "day": now - DAY_MS},
+        )
+        ledger = (int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]), _int(row[5]))
     lower: list[str] = []
     if cap is not None:
         for name, n in state.items():
             if n > stops[name]:
                 state[name] = stops[name]
                 lower.append(name)
-        if int(ledger[4]) > cap:
+        if ledger[4] > cap:
             lower += ["sent_last_day", "failed_last_day"]
-            if int(ledger[5]) > now - HOUR_MS:  # the walk ended inside the hour
+            if ledger[5] is not None and ledger[5] > now - HOUR_MS:  # it ended in the hour
                 lower += ["sent_last_hour", "failed_last_hour"]
     retrying_targets, disabled = retries.counts(run, d)
     return records.Stats(
@@ -279,10 +291,10 @@ def stats(run: Run, d: Dialect, now: int, cap: int | None = None) -> Stats:
         leased=state["leased"],
         dead_letters=state["dead_letters"],
         oldest_due_at=None if oldest is None else int(oldest),
-        sent_last_hour=int(ledger[0]),
-        failed_last_hour=int(ledger[1]),
-        sent_last_day=int(ledger[2]),
-        failed_last_day=int(ledger[3]),
+        sent_last_hour=ledger[0],
+        failed_last_hour=ledger[1],
+        sent_last_day=ledger[2],
+        failed_last_day=ledger[3],
         last_tick_ok_at=last_tick_ok(run, d),
         moved_fires=tz_sql.count_moves(run, d),
         lower_bounds=tuple(lower),
@@ -291,6 +303,10 @@ def stats(run: Run, d: Dialect, now: int, cap: int | None = None) -> Stats:
         queue_paused_at=pause_sql.queue_paused(run, d),
         tick_release=tz_sql.tick_release(run, d),
     )
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def last_tick_ok(run: Run, d: Dialect) -> int | None:

@@ -267,8 +267,10 @@ class Dashboard:
     max_lateness_ms: int | None  # the latest first attempt, of the last ticks' (ledger) rows
     # Ledger outcomes by minute over the last day: (minutes ago, sent, failed or refused).
     per_minute: tuple[tuple[int, int, int], ...]
-    # Fires due by hour over the next day: (hours ahead, rows).
+    # Fires due by hour over the next day: (hours ahead, rows); with `hour_cap`, each count
+    # stops one row over it (so a count above it says the hour holds more).
     per_hour: tuple[tuple[int, int], ...]
+    hour_cap: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

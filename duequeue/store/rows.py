@@ -61,9 +61,10 @@ VIEW_COLUMNS = """r.id, r.key, r.subject, r.rule_kind, r.rule, r.tz,
 _VIEW_WIDTH = 23
 
 
-# Reminders add_many inserts per statement batch: a few MB of rows in memory at a time, and a
+# Reminders add_many inserts per statement batch: about a MB of rows in memory at a time (an
+# import's peak RSS holds SQLite's larger cache beside it: add_sql.BULK_CACHE_KIB), and a
 # batch big enough that the per-batch queries (max(id), RETURNING) cost nothing per row.
-ADD_CHUNK = 10_000
+ADD_CHUNK = 2_000
 
 
 def chunked(reminders: Iterable[NewReminder], size: int = ADD_CHUNK) -> Iterator[list[NewReminder]]:

@@ -16,8 +16,8 @@ is full, the page ends early with a cursor below what was read, and says so (`pa
 next page goes on there.
 """
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from duequeue.store.records import NewTarget
 from duequeue.store.sql import Dialect, Run
@@ -44,10 +44,12 @@ def text(subject: str, key: str | None, targets: Iterable[NewTarget]) -> str:
 
 def put(run: Run, d: Dialect, texts: Sequence[tuple[int, str]]) -> None:
     """Write the search text of new reminders: (id, text) pairs."""
-    run.many(
-        d.sql(f"INSERT INTO reminder_search ({d.search_id}, text) VALUES (:rid, :text)"),
-        [{"rid": rid, "text": found} for rid, found in texts],
+    rows = (
+        cast(Sequence[Mapping[str, Any]], texts)  # apsw binds pairs by position (add_sql.bind)
+        if d.paramstyle == "named"
+        else [{"rid": rid, "text": found} for rid, found in texts]
     )
+    run.many(d.sql(f"INSERT INTO reminder_search ({d.search_id}, text) VALUES (:rid, :text)"), rows)
 
 
 def replace(run: Run, d: Dialect, reminder_id: int, found: str) -> None:

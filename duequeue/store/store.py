@@ -356,6 +356,8 @@ class Store:
         def work(run: Run) -> Stats:
             if d.snapshot:
                 run(d.snapshot, {})  # one snapshot, so the counts agree with each other
+            if d.custom_plans:
+                run(d.custom_plans, {})
             found = ops_sql.stats(run, d, now, cap)
             hosts = self.backend.hosts(run, now)
             return dataclasses.replace(found, hosts=hosts) if hosts else found
@@ -399,6 +401,8 @@ class Store:
         def work(run: Run) -> Dashboard:
             if d.snapshot:
                 run(d.snapshot, {})  # one snapshot, so the counts agree with the charts
+            if d.custom_plans:
+                run(d.custom_plans, {})
             return dashboard_sql.dashboard(run, d, now, recent_ms, cap)
 
         return self._read(work, "the overview")

@@ -28,8 +28,9 @@ def buckets(
     return found
 
 
-def deliveries(per_minute: Sequence[tuple[datetime, int, int]]) -> str:
-    """Return deliveries (sent above failed, stacked) per BUCKET_MINUTES over the last day."""
+def deliveries(per_minute: Sequence[tuple[datetime, int, int]], newest_only: bool = False) -> str:
+    """Return deliveries (sent above failed, stacked) per BUCKET_MINUTES over the last day;
+    `newest_only`: the ledger was read newest first up to a cap, so the day holds more."""
     bars = buckets(per_minute)
     n = len(bars) or 1
     peak = max((s + f for _, s, f in bars), default=0)
@@ -50,9 +51,15 @@ def deliveries(per_minute: Sequence[tuple[datetime, int, int]]) -> str:
         f"{total_s} sent and {total_f} failed in the last 24 hours; "
         f"at most {peak} in {BUCKET_MINUTES} minutes"
     )
+    title = f"Deliveries per {BUCKET_MINUTES} minutes, last 24 h"
+    if newest_only:
+        desc = (
+            f"the newest {total_s + total_f} deliveries of the last 24 hours (counting stops there)"
+        )
+        title = f"Deliveries per {BUCKET_MINUTES} minutes, the newest {total_s + total_f:,} of 24 h"
     every = max(1, round(n / 8))  # a label every 3 hours
     return _frame(
-        f"Deliveries per {BUCKET_MINUTES} minutes, last 24 h",
+        title,
         desc,
         peak,
         top,
@@ -62,27 +69,40 @@ def deliveries(per_minute: Sequence[tuple[datetime, int, int]]) -> str:
     )
 
 
-def due(per_hour: Sequence[tuple[datetime, int]]) -> str:
-    """Return fires due per hour over the next day."""
+def due(per_hour: Sequence[tuple[datetime, int]], at_least: Sequence[datetime] = ()) -> str:
+    """Return fires due per hour over the next day; the hours in `at_least` stopped counting at
+    their cap and are drawn apart, as lower bounds."""
     n = len(per_hour) or 1
     peak = max((c for _, c in per_hour), default=0)
     top = nice(peak)
     step = _W / n
-    bars = []
-    for i, (_, c) in enumerate(per_hour):
+    exact: list[str] = []
+    capped: list[str] = []
+    for i, (at, c) in enumerate(per_hour):
         if c:
             h = _height(c, top)
-            bars.append(f"M{i * step + 1:.1f} {_H - h:.1f}h{step - 2:.2f}V{_H}h{2 - step:.2f}Z")
+            bar = f"M{i * step + 1:.1f} {_H - h:.1f}h{step - 2:.2f}V{_H}h{2 - step:.2f}Z"
+            (capped if at in at_least else exact).append(bar)
     total = sum(c for _, c in per_hour)
     desc = f"{total} fires due in the next 24 hours; at most {peak} in one hour"
+    legend: tuple[tuple[str, str], ...] = (("due", "due"),)
+    title = "Fires due per hour, next 24 h"
+    if capped:
+        title += f", counted to {peak:,}"
+        desc = (
+            f"at least {total} fires due in the next 24 hours; {len(capped)} of the hours hold "
+            f"more than the {peak} counted in each (counting an hour stops there)"
+        )
+        legend += (("due capped", f"{peak:,}+"),)
     return _frame(
-        "Fires due per hour, next 24 h",
+        title,
         desc,
         peak,
         top,
-        f'<path class="due" d="{"".join(bars)}"/>',
+        f'<path class="due" d="{"".join(exact)}"/>'
+        + (f'<path class="due capped" d="{"".join(capped)}"/>' if capped else ""),
         [(i * step, at.strftime("%H:%M")) for i, (at, _) in enumerate(per_hour) if i % 3 == 0],
-        legend=(("due", "due"),),
+        legend=legend,
     )
 
 

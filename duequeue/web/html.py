@@ -32,6 +32,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .chart{width:100%;max-width:780px;background:#fff;border:1px solid #e3e6ea;border-radius:6px;
 margin:.3em 0 1em;display:block}
 .chart .sent{fill:#2e7d32}.chart .failed{fill:#c62828}.chart .due{fill:#1565c0}
+.chart .due.capped{fill:#90caf9}
 .chart .axis{stroke:#8a949e}.chart .grid{stroke:#e3e6ea}
 .chart .tick,.chart .label{font-size:11px;fill:#5b6670}
 .chart .label{font-size:12px;fill:#1d232a;font-weight:600}

@@ -182,16 +182,17 @@ def render_overview(o: Overview, read_only: bool = True) -> str:
     # Said plainly: a "+" figure is a lower bound, and where the exact one is.
     capped = (
         f'<p class="muted" id="estimate">Figures with a "+" are at least that: counting stops '
-        f"at {queues.COUNT_CAP:,} rows here ({max(1, queues.COUNT_CAP // 10):,} for dead letters "
-        "and rows a tick holds), so that this page stays fast at any size. "
-        "<code>duequeue stats</code> counts exactly.</p>"
-        if s.estimate
+        f"at {queues.COUNT_CAP:,} rows here ({max(1, queues.COUNT_CAP // 10):,} for dead letters, "
+        "rows a tick holds and each hour of the due chart), so that this page stays fast at any "
+        "size. <code>duequeue stats</code> counts exactly.</p>"
+        if s.estimate or o.per_hour_lower_bounds
         else ""
     )
     return (
         f"<h1>Overview</h1>{_paused(s.queue_paused_since, read_only)}"
         f'<div class="cards">{html_cards}</div>{capped}{shown}'
-        f"{charts.deliveries(o.per_minute)}{charts.due(o.per_hour)}"
+        f"{charts.deliveries(o.per_minute, 'sent_last_day' in s.lower_bounds)}"
+        f"{charts.due(o.per_hour, o.per_hour_lower_bounds)}"
         '<p class="muted">This page refreshes itself every 30 seconds.</p>'
     )
 

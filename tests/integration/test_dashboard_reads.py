@@ -102,7 +102,10 @@ def test_a_capped_count_says_it_is_a_lower_bound_and_is_exact_below_the_cap(
 @pytest.mark.sqlite_only
 def test_serve_shows_counts_exact_up_to_its_cap(db: Db, monkeypatch: pytest.MonkeyPatch) -> None:
     with Queue(db) as q:
-        q.import_lines(f'{{"at": "+1h", "emails": ["u{i}@example.com"]}}' for i in range(4))
+        # One an hour: each hour of the due chart (cap // 10, at least 1) is exact too.
+        q.import_lines(
+            f'{{"at": "+{30 + 60 * i}m", "emails": ["u{i}@example.com"]}}' for i in range(4)
+        )
         q.cancel(1)
         monkeypatch.setattr(queues, "COUNT_CAP", 3)
         low = pages.render_overview(q.overview(cap=queues.COUNT_CAP))
@@ -129,6 +132,89 @@ def test_serve_says_plainly_when_a_count_is_at_least_the_cap(
         exact = jsonforms.stats(q.stats())
     assert '<div class="n">3+</div><div class="l">pending' in shown
     assert 'id="estimate"' in shown and "counting stops at 3 rows" in shown
+    assert "0 sent and 0 failed in the last 24 hours" in shown  # the ledger is under the cap
     assert found["estimate"] is True and found["lower_bounds"] == ["reminders.pending"]
     assert found["reminders"]["pending"] == 3 and found["reminders"]["cancelled"] == 0
     assert exact["reminders"]["pending"] == 5 and exact["estimate"] is False
+
+
+def test_the_dead_letters_of_a_cancelled_reminder_are_not_counted(db: Db, http: HttpSink) -> None:
+    http.respond("/gone", Reply(400))  # permanent: dead at once
+    with Queue(db) as q:
+        ids = [q.add(at="now", webhooks=[http.url("/gone")]).id for _ in range(3)]
+        q.tick()
+        q.cancel(ids[1])
+        exact, capped = q.stats(), q.stats(cap=100)
+    # Counted the same way with a cap as without (SQLite probes reminders_cancelled for it).
+    for found in (exact, capped):
+        assert (found.dead_letters, found.dead_reminders, found.cancelled) == (2, 2, 1)
+        assert found.lower_bounds == ()
+
+
+def test_each_hour_of_the_due_chart_stops_at_its_cap_and_says_so(db: Db) -> None:
+    with Queue(db) as q:
+        q.import_lines(f'{{"at": "+{20 + i}m", "emails": ["u{i}@example.com"]}}' for i in range(4))
+        q.add(at="+90m", emails=["a@example.com"])
+        q.add(at="+150m", emails=["b@example.com"])
+        q.add(at="+151m", emails=["c@example.com"])
+        exact = q.overview()
+        capped = q.overview(cap=20)  # each hour of the chart stops at a tenth: 2
+        roomy = q.overview(cap=40)
+    assert [c for _, c in exact.per_hour][:3] == [4, 1, 2] and exact.per_hour_lower_bounds == ()
+    # The first hour holds 4, more than 2: at least 2; the third holds exactly 2: exact.
+    assert [c for _, c in capped.per_hour][:3] == [2, 1, 2]
+    assert capped.per_hour_lower_bounds == (capped.per_hour[0][0],)
+    assert not capped.stats.estimate  # the counts by state are under 20
+    assert [c for _, c in roomy.per_hour][:3] == [4, 1, 2] and roomy.per_hour_lower_bounds == ()
+
+
+@pytest.mark.sqlite_only
+def test_serve_says_when_the_due_chart_is_at_least_what_it_shows(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Queue(db) as q:
+        q.import_lines(f'{{"at": "+{20 + i}m", "emails": ["u{i}@example.com"]}}' for i in range(4))
+        monkeypatch.setattr(queues, "COUNT_CAP", 20)
+        shown = pages.render_overview(q.overview(cap=queues.COUNT_CAP))
+        monkeypatch.setattr(queues, "COUNT_CAP", 40)
+        exact = pages.render_overview(q.overview(cap=queues.COUNT_CAP))
+    assert 'id="estimate"' in shown and "each hour of the due chart" in shown
+    assert '<path class="due capped"' in shown
+    assert "Fires due per hour, next 24 h, counted to 2 (max 2" in shown
+    assert "at least 2 fires due in the next 24 hours; 1 of the hours hold" in shown
+    assert 'id="estimate"' not in exact and "due capped" not in exact
+    assert "4 fires due in the next 24 hours; at most 4 in one hour" in exact
+
+
+def test_the_overview_walks_the_ledger_once_and_agrees_with_stats(db: Db, http: HttpSink) -> None:
+    with Queue(db) as q:
+        for _ in range(4):
+            q.add(at="now", webhooks=[http.url("/ok")])
+        q.tick()
+        exact, capped = q.overview(), q.overview(cap=2)
+        alone = q.stats(cap=2)
+    assert sum(s for _, s, _f in exact.per_minute) == exact.stats.sent_last_day == 4
+    assert exact.stats.sent_last_hour == 4 and exact.stats.lower_bounds == ()
+    # Capped at 2, the walk reads 3 rows (one over, to know it reached the cap): the chart
+    # holds those, and the counts say they are at least that, as stats' own walk does.
+    assert sum(s for _, s, _f in capped.per_minute) == 3
+    ledger = ("sent_last_hour", "failed_last_hour", "sent_last_day", "failed_last_day")
+    assert [getattr(capped.stats, f) for f in ledger] == [getattr(alone, f) for f in ledger]
+    assert set(ledger) <= set(capped.stats.lower_bounds) == set(alone.lower_bounds)
+
+
+@pytest.mark.sqlite_only
+def test_serve_says_when_the_deliveries_chart_holds_the_newest_only(
+    db: Db, http: HttpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Queue(db) as q:
+        for _ in range(4):
+            q.add(at="now", webhooks=[http.url("/ok")])
+        q.tick()
+        monkeypatch.setattr(queues, "COUNT_CAP", 2)
+        shown = pages.render_overview(q.overview(cap=queues.COUNT_CAP))
+        monkeypatch.setattr(queues, "COUNT_CAP", 10)
+        exact = pages.render_overview(q.overview(cap=queues.COUNT_CAP))
+    assert "the newest 3 deliveries of the last 24 hours (counting stops there)" in shown
+    assert "Deliveries per 10 minutes, the newest 3 of 24 h" in shown
+    assert "4 sent and 0 failed in the last 24 hours" in exact

@@ -228,3 +228,25 @@ def test_without_pg_trgm_the_schema_applies_search_works_and_health_says_so(pg_u
             conn.execute(f"DROP OWNED BY {role}")
             conn.execute(f"DROP ROLE {role}")
             conn.execute(f'GRANT CREATE ON DATABASE "{database}" TO PUBLIC')
+
+
+def test_the_counts_are_planned_for_each_reading_never_on_a_generic_plan(pg_url: str) -> None:
+    # psycopg prepares a statement run five times; the server may then keep a generic plan,
+    # blind to the instant and the LIMITs (300-400 ms a /api/v1/stats at 10^6 for 40).
+    from tests.store_contract import NOW
+
+    store = _open(pg_url)
+    try:
+        for i in range(15):
+            store.stats(NOW + i, cap=1000)
+            store.dashboard(NOW + i, 900_000, cap=1000)
+        conn = store.backend.conn  # type: ignore[attr-defined]
+        plans = conn.execute(
+            """SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
+               WHERE statement LIKE '%count(*)%' AND statement LIKE '%$1%'"""
+        ).fetchall()
+        conn.rollback()
+    finally:
+        store.close()
+    assert plans, "the counts' statements were prepared"
+    assert all(generic == 0 and custom >= 10 for _, generic, custom in plans), plans
