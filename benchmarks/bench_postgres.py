@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_postgres [--rows 2000] [--limit 100] [--repeat 1] [--pg-url URL]
     python -m benchmarks.bench_postgres --history 1000000 [--rows ...]   # PostgreSQL only
+    python -m benchmarks.bench_postgres --history 1000000 --server mysql [--mysql-url URL]
 
 Each run fills a fresh database with `--rows` due one-shot reminders, each with one webhook to a
 local HTTP sink (tests/servers.HttpSink, signed as in production), then starts N worker processes
@@ -16,7 +17,10 @@ fastest run is reported (the one least disturbed by whatever else the machine wa
 With `--history N` it measures PostgreSQL alone, on an empty database against one that already
 holds N ledger rows (N / 10 finished reminders with ten delivered fires each, seeded by
 generate_series and ANALYZEd before the due rows are added): a tick's cost must not grow with
-history. Ratios are then against the empty database with the same number of tick processes.
+history. Ratios are then against the empty database with the same number of tick processes. With
+`--server mysql` the same runs go to a throw-away database on the MySQL / MariaDB server at
+`--mysql-url` (default DUEQUEUE_TEST_MYSQL_URL, else the local server), its history seeded by
+batched INSERTs.
 """
 
 import argparse
@@ -35,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 NOW_OFFSET_MS = 60_000  # the reminders fell due a minute ago
 DEFAULT_PG = os.environ.get("DUEQUEUE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+DEFAULT_MYSQL = os.environ.get("DUEQUEUE_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,49 @@ def _seed_history(url: str, ledger_rows: int) -> None:
         conn.execute("VACUUM ANALYZE")
 
 
+def _reset_mysql(url: str, history: int = 0) -> None:
+    """Empty the MySQL database `url` names; seed `history` ledger rows as _seed_history does."""
+    from duequeue.store import open_store
+    from tests.my import admin_connect
+
+    name = urlsplit(url).path.lstrip("/")
+    with admin_connect(url) as conn, conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE `{name}`")
+        cur.execute(f"CREATE DATABASE `{name}`")
+    if not history:
+        return
+    open_store(url).close()  # the schema
+    done = max(1, history // 10)
+    long_ago = 1_000_000_000_000
+    # PyMySQL makes one multi-row INSERT of an executemany only when every value is a %s; one
+    # transaction a batch.
+    with admin_connect(url) as conn, conn.cursor() as cur:
+        for start in range(1, done + 1, 10_000):
+            ids = range(start, min(done, start + 9_999) + 1)
+            conn.begin()
+            cur.executemany(
+                "INSERT INTO reminders (id, subject, body, tz, dtstart, fire_at, done_at, "
+                "last_fired_at, created_at, updated_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [(i, f"h{i}", "b", "UTC", *[long_ago] * 6) for i in ids],
+            )
+            cur.executemany(
+                "INSERT INTO targets (id, reminder_id, channel, address) VALUES (%s, %s, %s, %s)",
+                [(i, i, "webhook", f"https://example.test/{i}") for i in ids],
+            )
+            cur.executemany(
+                "INSERT INTO deliveries (reminder_id, target_id, fire_at, outcome, attempt, at) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                [
+                    (i, i, long_ago + n * 60_000, "sent", 1, long_ago)
+                    for i in ids
+                    for n in range(10)
+                ],
+            )
+            conn.commit()
+        cur.execute("ANALYZE TABLE reminders, targets, deliveries")
+
+
 def _history_table(args: argparse.Namespace) -> None:
     """Run PostgreSQL alone, empty against `--history` ledger rows; print a Markdown table."""
     import psycopg
@@ -193,9 +241,19 @@ def _history_table(args: argparse.Namespace) -> None:
     from tests.servers import HttpSink
 
     name = f"duequeue_bench_{secrets.token_hex(4)}"
-    admin = psycopg.connect(args.pg_url, autocommit=True)
-    admin.execute(f'CREATE DATABASE "{name}"')
-    pg_db = urlsplit(args.pg_url)._replace(path="/" + name).geturl()
+    mysql = args.server == "mysql"
+    server = "MySQL" if mysql else "PostgreSQL"
+    if mysql:
+        from tests.my import admin_connect
+
+        pg_db = urlsplit(args.mysql_url)._replace(path="/" + name).geturl()
+        with admin_connect(args.mysql_url) as my, my.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{name}`")
+    else:
+        admin = psycopg.connect(args.pg_url, autocommit=True)
+        admin.execute(f'CREATE DATABASE "{name}"')
+        pg_db = urlsplit(args.pg_url)._replace(path="/" + name).geturl()
+    reset = _reset_mysql if mysql else _reset_pg
     results: list[tuple[int, Result]] = []
     try:
         with HttpSink() as sink, tempfile.TemporaryDirectory() as tmp_dir:
@@ -203,10 +261,10 @@ def _history_table(args: argparse.Namespace) -> None:
                 for history in (0, args.history):
                     runs = []
                     for _ in range(args.repeat):
-                        _reset_pg(pg_db, history)
+                        reset(pg_db, history)
                         runs.append(
                             _run(
-                                "PostgreSQL",
+                                server,
                                 pg_db,
                                 ticks,
                                 args.rows,
@@ -217,11 +275,15 @@ def _history_table(args: argparse.Namespace) -> None:
                         )
                     results.append((history, min(runs, key=lambda r: r.seconds)))
     finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+        if mysql:
+            with admin_connect(args.mysql_url) as my, my.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        else:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.close()
 
     print(
-        f"PostgreSQL, {args.rows} due reminders, one webhook each, tick --limit {args.limit}, "
+        f"{server}, {args.rows} due reminders, one webhook each, tick --limit {args.limit}, "
         f"best of {args.repeat}\n"
     )
     print("| ledger rows before | tick processes | seconds | deliveries/s | vs empty, same N |")
@@ -245,8 +307,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per configuration; best kept")
     parser.add_argument("--pg-url", default=DEFAULT_PG, help="PostgreSQL server to use")
     parser.add_argument(
-        "--history", type=int, default=0, help="PostgreSQL only: empty vs this many ledger rows"
+        "--history", type=int, default=0, help="one server only: empty vs this many ledger rows"
     )
+    parser.add_argument(
+        "--server", choices=("postgresql", "mysql"), default="postgresql", help="with --history"
+    )
+    parser.add_argument("--mysql-url", default=DEFAULT_MYSQL, help="MySQL server to use")
     args = parser.parse_args()
 
     sys.path.insert(0, str(ROOT))

@@ -231,6 +231,20 @@ def report(store: str, o: Outcome) -> str:
 
 
 @contextmanager
+def _throwaway_mysql(server_url: str) -> Iterator[str]:
+    """Create a database on the MySQL server for one run; yield its URL; drop it afterwards."""
+    from tests.my import admin_connect
+
+    name = f"duequeue_faults_{secrets.token_hex(4)}"
+    with admin_connect(server_url) as admin, admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}`")
+        try:
+            yield urlsplit(server_url)._replace(path="/" + name).geturl()
+        finally:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@contextmanager
 def _throwaway_database(server_url: str) -> Iterator[str]:
     """Create a database on the server for one run; yield its URL; drop it afterwards."""
     import psycopg
@@ -249,6 +263,7 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=1480, help="fires to run (default 1480)")
     parser.add_argument("--seed", type=int, default=1234, help="random seed (default 1234)")
     parser.add_argument("--pg", metavar="URL", help="also run on PostgreSQL (a server URL)")
+    parser.add_argument("--mysql", metavar="URL", help="also run on MySQL / MariaDB (a server URL)")
     args = parser.parse_args()
     if args.cycles < 1:
         parser.error("--cycles must be at least 1")
@@ -262,6 +277,12 @@ def main() -> None:
         with _throwaway_database(args.pg) as url:
             o = run(url, args.cycles, args.seed)
         print(report("PostgreSQL", o), flush=True)
+        broken |= bool(o.tally.problems)
+    if args.mysql:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.my
+        with _throwaway_mysql(args.mysql) as url:
+            o = run(url, args.cycles, args.seed)
+        print(report("MySQL", o), flush=True)
         broken |= bool(o.tally.problems)
     sys.exit(1 if broken else 0)
 

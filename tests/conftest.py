@@ -48,14 +48,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "sqlite_only: run a test that asks for `db` on SQLite alone (tests/stores.py)"
     )
+    config.addinivalue_line(
+        "markers", "mysql: run a test that asks for `db` on MySQL too (tests/stores.py)"
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Run every test that needs `db` once per store, ids `sqlite` and `postgres`."""
+    """Run every test that needs `db` once per store, ids `sqlite` and `postgres` (and `mysql`
+    for a test marked so)."""
     if "db" in metafunc.fixturenames:
-        kinds = stores_for(metafunc.definition.get_closest_marker("sqlite_only") is not None)
+        marked = metafunc.definition.get_closest_marker
+        kinds = stores_for(marked("sqlite_only") is not None, marked("mysql") is not None)
         metafunc.parametrize("db", kinds, indirect=True)
 
 
+from tests.my import mysql_url  # noqa: E402, F401 - MySQL fixtures, see tests/my.py
 from tests.pg import pg_database, pg_url  # noqa: E402, F401 - PostgreSQL fixtures, see tests/pg.py
 from tests.stores import db, open_store, store, stores_for  # noqa: E402, F401 - see tests/stores.py

@@ -1,7 +1,10 @@
 """One database per test on every store: the `db`, `open_store` and `store` fixtures.
 
 A test that asks for `db` (directly or through a fixture such as a module's `cli`) runs once on
-SQLite and once on PostgreSQL (`tests/conftest.py` parametrises it, ids `sqlite` and `postgres`).
+SQLite and once on PostgreSQL (`tests/conftest.py` parametrises it, ids `sqlite` and `postgres`);
+one marked `@pytest.mark.mysql` (the store contract, the guarantee, overlap and fault suites)
+runs on MySQL too (id `mysql`, `tests/my.py`'s `mysql_url`): the rest of the suite runs the same
+statements through the same store, and MySQL's minutes are kept for what tells backends apart.
 `db` is what the CLI takes for `--db`: the SQLite file's path (the same as `db_path`), or the
 PostgreSQL URL of a fresh, empty schema (`tests/pg.py`'s `pg_url`, which fails instead of
 skipping when DUEQUEUE_TEST_PG_REQUIRED=1). A test that opens the SQLite file itself, or asserts
@@ -16,19 +19,27 @@ import pytest
 from duequeue.store.store import Store
 
 STORES = ("sqlite", "postgres")
+WITH_MYSQL = (*STORES, "mysql")
 
 # The database location a command takes: an SQLite file or a postgresql:// URL.
 Db = Path | str
 
 
-def stores_for(marked_sqlite_only: bool) -> tuple[str, ...]:
+def stores_for(marked_sqlite_only: bool, marked_mysql: bool = False) -> tuple[str, ...]:
     """Return the stores a test runs on."""
-    return ("sqlite",) if marked_sqlite_only else STORES
+    if marked_sqlite_only:
+        return ("sqlite",)
+    return WITH_MYSQL if marked_mysql else STORES
 
 
 def is_sqlite(db: Db) -> bool:
-    """Tell whether `db` is an SQLite file rather than a PostgreSQL URL."""
+    """Tell whether `db` is an SQLite file rather than a database server's URL."""
     return isinstance(db, Path)
+
+
+def is_mysql(db: Db) -> bool:
+    """Tell whether `db` is a mysql:// URL."""
+    return isinstance(db, str) and db.startswith("mysql://")
 
 
 @pytest.fixture
@@ -36,7 +47,7 @@ def db(request: pytest.FixtureRequest, db_path: Path) -> Db:
     """Return a fresh database on the store this run of the test is for."""
     if request.param == "sqlite":
         return db_path
-    url: str = request.getfixturevalue("pg_url")
+    url: str = request.getfixturevalue("mysql_url" if request.param == "mysql" else "pg_url")
     return url
 
 
@@ -47,6 +58,10 @@ def open_store(db: Db) -> Callable[[], Store]:
         from duequeue.store.sqlite import connect as open_sqlite
 
         return lambda: open_sqlite(Path(db))
+    if is_mysql(db):
+        from duequeue.store.mysql import connect as open_mysql
+
+        return lambda: open_mysql(str(db))
     from duequeue.store.postgres import connect as open_postgres
 
     return lambda: open_postgres(str(db))
@@ -64,6 +79,10 @@ def created(db: Db) -> bool:
     """Tell whether duequeue has created its database at `db`: the SQLite file, or its tables."""
     if is_sqlite(db):
         return Path(db).exists()
+    if is_mysql(db):
+        from tests.my import query
+
+        return bool(query(str(db), "SHOW TABLES LIKE 'reminders'"))
     from tests.pg import admin_connect
 
     with admin_connect(str(db)) as conn:
@@ -87,6 +106,10 @@ def reminder_count(db: Db) -> int:
             lite.close()
         assert isinstance(count, int)
         return count
+    if is_mysql(db):
+        from tests.my import query
+
+        return int(query(str(db), "SELECT count(*) FROM reminders")[0][0])
     from tests.pg import admin_connect
 
     with admin_connect(str(db)) as conn:

@@ -584,8 +584,8 @@ class Queue:
         )
 
     def migrate(self, to: str) -> Migrated:
-        """Copy this queue's SQLite database into the empty PostgreSQL database `to`, ids and
-        all, in one transaction (`duequeue migrate`)."""
+        """Copy this queue's SQLite database into the empty PostgreSQL or MySQL database `to`,
+        ids and all, in one transaction (`duequeue migrate`)."""
         copied = migrate.copy(self.settings.db, to)
         return from_records.migrated(self.settings.db, safe_url(to), copied)
 

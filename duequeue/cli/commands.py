@@ -386,12 +386,14 @@ def migrate(
         typer.Option(
             "--to",
             metavar="URL",
-            help="The empty PostgreSQL database to copy into, e.g. postgresql://user@host/db.",
+            help="The empty PostgreSQL or MySQL database to copy into, e.g. "
+            "postgresql://user@host/db or mysql://user@host/db.",
             show_default=False,
         ),
     ],
 ) -> None:
-    """Copy the SQLite database (--db) into an empty PostgreSQL database, ids and all."""
+    """Copy the SQLite database (--db) into an empty PostgreSQL or MySQL database, ids and
+    all."""
     with context.queue(ctx) as q:
         copied = q.migrate(to)
     typer.echo(

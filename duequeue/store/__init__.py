@@ -12,16 +12,19 @@ from duequeue.errors import BadInputError, StoreError
 from duequeue.store.store import Store
 
 # URL scheme -> the module whose connect(db, busy_timeout_s, create) opens a store on it. Imported
-# only on demand: the SQLite path never loads psycopg (an optional dependency).
+# only on demand: the SQLite path never loads psycopg or PyMySQL (optional dependencies).
 BACKENDS: dict[str, str] = {
     "sqlite": "duequeue.store.sqlite",
     "postgresql": "duequeue.store.postgres",
     "postgres": "duequeue.store.postgres",
+    "mysql": "duequeue.store.mysql",
+    "mariadb": "duequeue.store.mysql",
 }
 # What a backend module needs installed, for the error that says how to install it.
 _EXTRAS = {
     "duequeue.store.postgres": "a postgresql:// database needs psycopg: "
-    "pip install 'duequeue[postgres]'"
+    "pip install 'duequeue[postgres]'",
+    "duequeue.store.mysql": "a mysql:// database needs PyMySQL: pip install 'duequeue[mysql]'",
 }
 
 
@@ -79,9 +82,11 @@ def open_store(
     return store
 
 
-def postgres_module() -> None:
-    """Raise the error that says how to install psycopg, when it is missing."""
+def backend_module(db: str) -> None:
+    """Raise the error that says how to install the driver of the backend `db` names, when it
+    is missing."""
+    name = BACKENDS[scheme(db)]
     try:
-        importlib.import_module(BACKENDS["postgresql"])
+        importlib.import_module(name)
     except ImportError as exc:
-        raise StoreError(_EXTRAS[BACKENDS["postgresql"]]) from exc
+        raise StoreError(_EXTRAS.get(name, f"cannot load {name}: {exc}")) from exc

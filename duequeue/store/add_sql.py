@@ -17,18 +17,10 @@ from duequeue.store import reads, search_sql
 from duequeue.store.records import NewReminder
 from duequeue.store.rows import REMINDER_FIELDS, add_chunks, reminder_values
 from duequeue.store.sql import Dialect, Row, Run
+from duequeue.store.statements import statement
 
-# The predicate of reminders_live_key: ON CONFLICT names it to infer that partial index.
+# The predicate of reminders_live_key (the inserts are named: statements/add.sql).
 LIVE = "done_at IS NULL AND cancelled_at IS NULL"
-
-_INSERT = f"""INSERT INTO reminders ({", ".join(REMINDER_FIELDS)})
-    VALUES ({", ".join(":" + f for f in REMINDER_FIELDS)})
-    ON CONFLICT (key) WHERE {LIVE} DO NOTHING
-    RETURNING id, key"""
-
-_TARGET = """INSERT INTO targets (reminder_id, channel, address, secret)
-    VALUES (:rid, :channel, :address, :secret)
-    ON CONFLICT DO NOTHING"""
 
 _KEYS_AT_ONCE = 500  # keys an import's conflict check looks up in one query
 # SQLite's page cache (KiB) while add_many writes; the default is 2,000 KiB.
@@ -38,11 +30,6 @@ BULK_CACHE_KIB = 16_384
 _CONTENT = ("subject", "body", "data", "rule_kind", "rule", "tz", "dtstart", "misfire_grace_ms")
 _BY_KEY = f"SELECT id, {', '.join(_CONTENT)} FROM reminders WHERE key = :key AND {LIVE}"
 
-# The digest of a zone's rules under the release that computed a new row's fires: a later tz
-# data update that leaves the zone's rules alone then marks the row instead of computing it.
-_DIGEST = """INSERT INTO queue_meta (name, value) VALUES (:name, :digest)
-    ON CONFLICT (name) DO NOTHING"""
-
 
 def add(run: Run, d: Dialect, r: NewReminder, now: int) -> tuple[int, bool]:
     """Insert a reminder and its targets; return (id, created). See Store.add."""
@@ -51,7 +38,7 @@ def add(run: Run, d: Dialect, r: NewReminder, now: int) -> tuple[int, bool]:
         found = run(d.sql(_BY_KEY), {"key": r.key})
         if found:
             return _same(run, d, r, found[0]), False
-    rows = run(d.sql(_INSERT), _values(r, now))
+    rows = run(statement(d, "insert_reminder"), _values(r, now))
     if not rows:  # another add of the key committed between the lookup and the insert
         (existing,) = run(d.sql(_BY_KEY), {"key": r.key})
         return _same(run, d, r, existing), False
@@ -144,7 +131,7 @@ def _add_chunk(
     # One batch for the chunk. Each insert still runs in order, so the UNIQUE key decides as in
     # `add`: a key seen before, even earlier in this chunk, inserts nothing and returns no row.
     values = [reminder_values(r, now) for r in chunk]
-    returned = run.many(d.sql(_INSERT), bind(d, REMINDER_FIELDS, values))
+    returned = run.many(statement(d, "insert_reminder"), bind(d, REMINDER_FIELDS, values))
     added, skipped = _added(chunk, returned)
     _targets(run, d, added)
     _digests(run, d, [r for _, r in added])
@@ -208,7 +195,8 @@ def _added(
 
 def _targets(run: Run, d: Dialect, added: Sequence[tuple[int, NewReminder]]) -> None:
     values = [(rid, t.channel, t.address, t.secret) for rid, r in added for t in r.targets]
-    run.many(d.sql(_TARGET), bind(d, ("rid", "channel", "address", "secret"), values))
+    names = ("rid", "channel", "address", "secret")
+    run.many(statement(d, "insert_target"), bind(d, names, values))
 
 
 def bind(
@@ -232,11 +220,15 @@ def _search(run: Run, d: Dialect, added: Sequence[tuple[int, NewReminder]]) -> N
     )
 
 
+# The digest of a zone's rules under the release that computed a new row's fires: a later tz
+# data update that leaves the zone's rules alone then marks the row instead of computing it.
 def _digests(run: Run, d: Dialect, added: Sequence[NewReminder]) -> None:
     found = {
         f"zone:{r.release}:{r.tz}": r.zone_digest for r in added if r.zone_digest and r.release
     }
-    run.many(d.sql(_DIGEST), [{"name": n, "digest": v} for n, v in sorted(found.items())])
+    run.many(
+        statement(d, "put_meta_once"), [{"name": n, "digest": v} for n, v in sorted(found.items())]
+    )
 
 
 def _values(r: NewReminder, now: int) -> dict[str, Any]:

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from duequeue.store import reads
-from duequeue.store.pause_sql import NOT_PAUSED, REMINDER_NOT_PAUSED
+from duequeue.store.pause_sql import REMINDER_NOT_PAUSED
 from duequeue.store.sql import Dialect, Row, Run
+from duequeue.store.statements import statement
 from duequeue.store.tick_records import (
     NO_LEDGER,
     Claim,
@@ -90,28 +91,11 @@ def claim(
 def due_rows(d: Dialect) -> str:
     """Return the statement that leases up to :limit due rows, oldest due first, walking the
     reminders_due index in its ORDER BY (parameters: owner, until, now, max, limit)."""
-    # A paused reminder has no next_fire_at; a paused queue gives nothing (pause_sql.py).
-    due = f"""SELECT id FROM reminders
-        WHERE next_fire_at <= :now AND error_count < :max
-          AND (lease_until IS NULL OR lease_until < :now) AND {NOT_PAUSED}
-        ORDER BY next_fire_at, id LIMIT :limit {d.skip_locked}"""
-    return d.sql(
-        f"""UPDATE reminders SET lease_owner = :owner, lease_until = :until, updated_at = :now
-            WHERE {d.in_select("id", due)}
-            RETURNING id, {_PAYLOAD}, fire_at, error_count, next_fire_at"""
-    )
+    return statement(d, "claim_rows")
 
 
 def _claim_retries(d: Dialect) -> str:
-    due = f"""SELECT id FROM target_retries
-        WHERE next_try_at <= :now AND (lease_until IS NULL OR lease_until < :now)
-          AND {NOT_PAUSED} AND {REMINDER_NOT_PAUSED}
-        ORDER BY next_try_at, id LIMIT :limit {d.skip_locked}"""
-    return d.sql(
-        f"""UPDATE target_retries SET lease_owner = :owner, lease_until = :until
-            WHERE {d.in_select("id", due)}
-            RETURNING id, reminder_id, target_id, fire_at, error_count, next_try_at"""
-    )
+    return statement(d, "claim_retries")
 
 
 def _payloads(run: Run, d: Dialect, ids: Sequence[int]) -> dict[int, Row]:
@@ -158,7 +142,7 @@ def _ledgers(
     }
     wanted = set(fires)
     rows = run(
-        d.sql(d.ledger_of_fires),
+        statement(d, "ledger_of_fires"),
         {"rids": d.ids(rids), "fires": d.ids([fire for _, fire in fires])},
     )
     folded: dict[tuple[int, int], dict[int, list[Any]]] = {}

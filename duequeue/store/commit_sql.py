@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from duequeue.store.sql import Dialect, Run
+from duequeue.store.statements import statement
 from duequeue.store.tick_records import (
     SENT_DONE,
     Claim,
@@ -36,72 +37,8 @@ from duequeue.store.tick_records import (
 
 MAX_ERROR_TEXT = 1000
 
-# Every value is CAST: PostgreSQL types the SELECT list on its own, before the INSERT's columns.
-# The probe compares `outcome || ''`, not `outcome`: a condition on outcome itself would make the
-# partial index deliveries_sent_once (WHERE outcome = 'sent') usable or not depending on the
-# bound value, and SQLite then compiles the statement again for every row (183 us a row, against
-# a few for the probe of deliveries_fire it takes instead).
-_RECORD = """INSERT INTO deliveries
-        (reminder_id, target_id, fire_at, outcome, error, attempt, at, retry_at)
-    SELECT CAST(:rid AS BIGINT), CAST(:tid AS BIGINT), CAST(:fire AS BIGINT),
-           CAST(:outcome AS TEXT), CAST(:error AS TEXT), CAST(:attempt AS INTEGER),
-           CAST(:at AS BIGINT), CAST(:retry_at AS BIGINT)
-    WHERE NOT EXISTS (SELECT 1 FROM deliveries
-                      WHERE reminder_id = :rid AND fire_at = :fire AND target_id = :tid
-                        AND attempt = :attempt AND outcome || '' = :outcome)
-    ON CONFLICT DO NOTHING"""
-
-_ROW = """UPDATE reminders SET
-        fire_at = :pending, next_fire_at = :next, error_count = :errors, last_error = :error,
-        last_fired_at = CASE WHEN :fired THEN :fire ELSE last_fired_at END,
-        skipped_fires = skipped_fires + :skipped,
-        done_at = CASE WHEN :state = 'done' THEN :now END,
-        dead_at = CASE WHEN :state = 'dead' THEN :dead_at END,
-        after_wall = CASE WHEN CAST(:release AS TEXT) IS NULL THEN after_wall
-                          ELSE CAST(:after_wall AS TEXT) END,
-        fire_release = COALESCE(CAST(:release AS TEXT), fire_release),
-        lease_owner = NULL, lease_until = NULL, updated_at = :now
-    WHERE id = :id AND lease_owner = :owner
-    RETURNING id"""
-
-# _ROW for SENT_DONE (a one-shot that reached every target: done), the common write-back: the
-# same row written (a test holds the two equal), with 4 parameters bound instead of 14 and
-# no CASE to evaluate.
-_DONE = """UPDATE reminders SET
-        fire_at = NULL, next_fire_at = NULL, error_count = 0, last_error = NULL,
-        last_fired_at = :fire, done_at = :now, dead_at = NULL,
-        lease_owner = NULL, lease_until = NULL, updated_at = :now
-    WHERE id = :id AND lease_owner = :owner
-    RETURNING id"""
-
-# A target claim's retry row is taken back whatever comes next; one still waiting is put back
-# by _WAITING with its new state.
-_TAKE_RETRY = """DELETE FROM target_retries
-    WHERE target_id = :tid AND fire_at = :fire AND lease_owner = :owner
-    RETURNING target_id, fire_at"""
-
-_WAITING = """INSERT INTO target_retries
-        (reminder_id, target_id, fire_at, error_count, last_error, next_try_at, created_at)
-    VALUES (:rid, :tid, :fire, :errors, :error, :next, :now)
-    ON CONFLICT (target_id, fire_at) DO UPDATE SET
-        error_count = excluded.error_count, last_error = excluded.last_error,
-        next_try_at = excluded.next_try_at, lease_owner = NULL, lease_until = NULL"""
-
-# Targets of one fire that die apart (one at the partial success, another after its own retries)
-# share the fire's dead letter: its error names each, its count is the most failed attempts.
-_DEAD = """INSERT INTO dead_letters (reminder_id, fire_at, error_count, last_error, dead_at)
-    VALUES (:rid, :fire, :errors, :error, :dead_at)
-    ON CONFLICT (reminder_id, fire_at) DO UPDATE SET
-        error_count = CASE
-            WHEN dead_letters.retried_at IS NULL
-                 AND dead_letters.error_count > excluded.error_count
-            THEN dead_letters.error_count ELSE excluded.error_count END,
-        last_error = CASE
-            WHEN dead_letters.retried_at IS NULL AND dead_letters.last_error IS NOT NULL
-            THEN substr(dead_letters.last_error || '; ' || excluded.last_error, 1, :max)
-            ELSE excluded.last_error END,
-        dead_at = excluded.dead_at, retried_at = NULL"""
-
+# The record, resolution and upsert statements are named (statements/commit.sql): their shape
+# differs by database.
 _DISABLE = """UPDATE targets SET disabled_at = :now, disabled_reason = :reason
     WHERE id = :id AND disabled_at IS NULL"""
 
@@ -128,7 +65,7 @@ def commit(
 ) -> Committed:
     """Record, resolve and release, in that order, inside the caller's transaction."""
     if records:
-        run.many(d.sql(_RECORD), [_record(r) for r in records])
+        run.many(statement(d, "record"), [_record(r) for r in records])
         # A 410 Gone is remembered with its record, not with the claim's resolution: a claim
         # handed back (the budget, a stop signal) or refused resolves nothing, and the next
         # fire would call the gone endpoint again.
@@ -166,12 +103,12 @@ def _resolve(
         _row(r, now, owner) for r in resolutions if r.row is not None and r.row is not SENT_DONE
     ]
     taken = [r.claim for r in resolutions if isinstance(r.claim, TargetClaim)]
-    kept_rows = {int(found[0]) for found in run.many(d.sql(_DONE), done)}
-    kept_rows.update(int(found[0]) for found in run.many(d.sql(_ROW), rows))
+    kept_rows = {int(found[0]) for found in run.many(statement(d, "resolve_done"), done)}
+    kept_rows.update(int(found[0]) for found in run.many(statement(d, "resolve_row"), rows))
     kept_retries = {
         (int(tid), int(fire))
         for tid, fire in run.many(
-            d.sql(_TAKE_RETRY),
+            statement(d, "take_retry"),
             [{"tid": c.target_id, "fire": c.fire_at, "owner": owner} for c in taken],
         )
     }
@@ -186,7 +123,7 @@ def _resolve(
         )
         (applied if ours else refused).append(r)
     run.many(
-        d.sql(_WAITING),
+        statement(d, "waiting"),
         [
             {
                 "rid": r.reminder_id,
@@ -202,7 +139,7 @@ def _resolve(
         ],
     )
     run.many(
-        d.sql(_DEAD),
+        statement(d, "dead"),
         [
             {
                 "rid": r.reminder_id,

@@ -14,6 +14,7 @@ from duequeue.shared.lazy import LazyModule
 from duequeue.store import pause_sql, retries, tz_sql
 from duequeue.store.rows import cancel_refusal, retry_refusal
 from duequeue.store.sql import Dialect, Row, Run
+from duequeue.store.statements import statement
 
 if TYPE_CHECKING:
     from duequeue.store import records
@@ -318,14 +319,7 @@ def last_tick_ok(run: Run, d: Dialect) -> int | None:
 def mark_tick(run: Run, d: Dialect, now: int) -> None:
     """Record that a tick that started at `now` ended without error (a later one's mark stays:
     overlapping ticks end in any order)."""
-    run(
-        d.sql(
-            """INSERT INTO tick_marks (id, last_ok_at) VALUES (1, :now)
-               ON CONFLICT (id) DO UPDATE SET last_ok_at = excluded.last_ok_at
-               WHERE tick_marks.last_ok_at < excluded.last_ok_at"""
-        ),
-        {"now": now},
-    )
+    run(statement(d, "mark_tick"), {"now": now})  # statements/tick.sql
 
 
 # Ledger rows of a fire that may still be delivered: the row's pending fire, or a dead fire

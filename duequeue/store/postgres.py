@@ -35,6 +35,8 @@ from psycopg.conninfo import conninfo_to_dict
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.shared.redact import url as safe_url
 from duequeue.store import ops_sql, schema
+from duequeue.store.hosts import HOST_PREFIX, TZ_PREFIX
+from duequeue.store.hosts import hosts as hosts_of
 from duequeue.store.pg_listen import PgListener
 from duequeue.store.records import HealthCheck, HostTick
 from duequeue.store.sql import POSTGRES, Row, Run
@@ -242,25 +244,12 @@ class PostgresBackend:
 
     def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
         """Return the hosts that ticked in the last day, the latest first."""
-        found = []
         rows = run(
             """SELECT name, value FROM duequeue_meta
                WHERE left(name, 5) = 'host:' OR left(name, 8) = 'host_tz:'""",
             {},
         )
-        releases = {
-            str(n).removeprefix(TZ_PREFIX): str(v) for n, v in rows if str(n).startswith(TZ_PREFIX)
-        }
-        for name, value in rows:
-            if not str(name).startswith(HOST_PREFIX):
-                continue
-            at, _, offset = str(value).partition(" ")
-            host = str(name).removeprefix(HOST_PREFIX)
-            with contextlib.suppress(ValueError):
-                tick = HostTick(host, int(at), int(offset), releases.get(host))
-                if tick.at > now - DAY_MS:
-                    found.append(tick)
-        return tuple(sorted(found, key=lambda h: (-h.at, h.host)))
+        return hosts_of(rows, now)
 
     def _once(self, work: Callable[[Cursor], T]) -> T:
         with self.conn.transaction(), self.conn.cursor() as cur:
@@ -466,13 +455,7 @@ def _schema_state(cur: Cursor) -> tuple[str, int] | None:
         return "", 0
 
 
-# One row per host in duequeue_meta, "host:<name>" -> "<last tick, server ms> <offset ms>": a
-# host's row is written by its own ticks only, so hosts never wait on each other for it.
-HOST_PREFIX = "host:"
-# Beside it, "host_tz:<name>" -> the tz release the host's last tick read: a row of its own, so
-# that versions reading "host:" rows as before still can; rewritten only when it changes.
-TZ_PREFIX = "host_tz:"
-DAY_MS = 86_400_000
+# One row per host in duequeue_meta (store/hosts.py), written in one round trip.
 _NOTE_TICK = """BEGIN; SET LOCAL synchronous_commit = off;
     INSERT INTO duequeue_meta (name, value) SELECT {tz_name}, {release}
         WHERE {release}::text IS NOT NULL

@@ -15,8 +15,12 @@ from importlib.resources import files
 # The version the schema files carry; the newest migration file of each dialect has it too.
 VERSION = 11
 # The oldest version each dialect upgrades from (older databases were never released there).
-OLDEST = {"sqlite": 1, "postgresql": 2}
-_SCHEMA_FILES = {"sqlite": "schema.sql", "postgresql": "schema_postgres.sql"}
+OLDEST = {"sqlite": 1, "postgresql": 2, "mysql": 11}
+_SCHEMA_FILES = {
+    "sqlite": "schema.sql",
+    "postgresql": "schema_postgres.sql",
+    "mysql": "schema_mysql.sql",
+}
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 

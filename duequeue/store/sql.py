@@ -1,10 +1,11 @@
-"""The seam for SQL written once: a Dialect (plain data: what SQLite and PostgreSQL spell
-differently) and the Run a statement goes through.
+"""The seam for SQL written once: a Dialect (plain data: what SQLite, PostgreSQL and MySQL
+spell differently) and the Run a statement goes through.
 
 Shared statements use `:name` parameters. A `Dialect` turns them into the driver's style and
-spells the few things the two disagree on: a list of ids, SKIP LOCKED, row locks, ILIKE, an
-unbounded LIMIT, and the one read whose best plan needs a different shape (the ledger of a batch
-of fires). A `Run` executes statements on one open transaction of one backend.
+spells the few things they disagree on in words: a list of ids, SKIP LOCKED, row locks, ILIKE,
+an unbounded LIMIT. What differs in shape (the claim, the upserts, the ledger of a batch of
+fires) is a named statement with an override per database instead (statements.py). A `Run`
+executes statements on one open transaction of one backend.
 """
 
 import functools
@@ -31,9 +32,11 @@ class Run(Protocol):
 
 
 @functools.cache
-def _pyformat(text: str) -> str:
+def _pyformat(text: str, rewrites: tuple[tuple[str, str], ...] = ()) -> str:
     # Cached: shared statements are built from a handful of templates, and a tick runs them
     # on every batch.
+    for pattern, replacement in rewrites:
+        text = re.sub(pattern, replacement, text)
     return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", text.replace("%", "%%"))
 
 
@@ -41,9 +44,10 @@ def _pyformat(text: str) -> str:
 class Dialect:
     """What differs between the SQL dialects, as data."""
 
-    name: Literal["sqlite", "postgresql"]
+    name: Literal["sqlite", "postgresql", "mysql"]
     paramstyle: Literal["named", "pyformat"]  # `:name` as written, or psycopg's %(name)s
-    ids_as: Literal["json", "array"]  # a list of ids: one JSON text, or a driver array
+    # A list of ids: one JSON text, a driver array, or a tuple the driver spells `(1, 2, 3)`.
+    ids_as: Literal["json", "array", "tuple"]
     in_ids_sql: str  # a condition: {column} is one of the ids in :{param}
     in_select_sql: str  # a condition: {column} is one of the values {select} returns
     skip_locked: str  # after a claim's SELECT: pass rows another claim holds
@@ -53,8 +57,6 @@ class Dialect:
     # One writer at a time (SQLite): a claim first reads whether anything is due, so the usual
     # tick (nothing due) never takes the write lock.
     read_before_claim: bool
-    # The ledger rows of a batch of fires (:rids[i], :fires[i]), oldest first: see LEDGER_*.
-    ledger_of_fires: str
     # The first statement of a read whose counts must agree with each other ("" when every
     # read transaction already sees one snapshot).
     snapshot: str
@@ -68,6 +70,10 @@ class Dialect:
     # tells a listening `worker` (:fire, unix ms, as text; "" when several) at commit, so it
     # need not wait for its next poll. "" where nothing can listen (SQLite: polling only).
     notify_due: str = ""
+    # Spellings a shared statement needs on this database, as (regex, replacement) pairs applied
+    # once per statement text (cached): a reserved word quoted, a CAST type renamed. What differs
+    # in shape is a named statement's override instead (statements.py).
+    rewrites: tuple[tuple[str, str], ...] = ()
     # `reminders r` as a probe of reminders_cancelled (0007: one entry per cancelled id),
     # so that "is this reminder cancelled" reads that small index, not the row: SQLite's planner
     # takes the rowid and reads the row (the open dead letters' count: 38 ms against 2 ms at
@@ -81,7 +87,7 @@ class Dialect:
 
     def sql(self, text: str) -> str:
         """Return `text` with `:name` parameters in the driver's style."""
-        return _pyformat(text) if self.paramstyle == "pyformat" else text
+        return _pyformat(text, self.rewrites) if self.paramstyle == "pyformat" else text
 
     def in_ids(self, column: str, param: str) -> str:
         """Return a condition: `column` is one of the ids passed as `param` (see ids())."""
@@ -91,12 +97,17 @@ class Dialect:
         """Return a list of ids as the parameter value in_ids() expects."""
         if self.ids_as == "array":
             return [int(i) for i in ids]
+        if self.ids_as == "tuple":
+            # `x IN ()` is not SQL: no ids is a list holding only NULL, which nothing equals.
+            return tuple(int(i) for i in ids) or (None,)
         return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
     def texts(self, values: Sequence[str]) -> Any:
         """Return a list of texts as the parameter value in_ids() expects (it takes texts too)."""
         if self.ids_as == "array":
             return list(values)
+        if self.ids_as == "tuple":
+            return tuple(values) or (None,)
         import json  # lazy: only import's key checks pass texts; the tick passes ids
 
         return json.dumps(list(values))
@@ -109,26 +120,6 @@ class Dialect:
         """Return a LIMIT parameter; None is no limit."""
         return self.no_limit if n is None else n
 
-
-_LEDGER_COLUMNS = (
-    "d.reminder_id, d.fire_at, d.target_id, d.outcome, d.error, d.attempt, d.at, d.retry_at"
-)
-
-# One statement for the whole batch (a query per fire cost more than the claim itself). SQLite
-# zips the two JSON lists by position and probes deliveries_fire per pair.
-LEDGER_SQLITE = f"""SELECT {_LEDGER_COLUMNS}
-    FROM json_each(:rids) AS r JOIN json_each(:fires) AS f ON f.key = r.key
-    JOIN deliveries AS d ON d.reminder_id = r.value AND d.fire_at = f.value
-    ORDER BY d.id"""
-# PostgreSQL probes the (reminder_id, fire_at) index once per fire through a LATERAL: a plain
-# join lets the planner hash a sequential scan of the whole ledger once a claim is large, a cost
-# that grows with history (tests/integration/test_pg_plans.py holds the plan). OFFSET 0 keeps
-# the planner from pulling the subquery up into just such a join.
-LEDGER_POSTGRES = f"""SELECT {_LEDGER_COLUMNS}
-    FROM unnest(CAST(:rids AS bigint[]), CAST(:fires AS bigint[])) AS p(rid, fire)
-    CROSS JOIN LATERAL (SELECT * FROM deliveries
-                        WHERE reminder_id = p.rid AND fire_at = p.fire OFFSET 0) AS d
-    ORDER BY d.id"""
 
 SQLITE = Dialect(
     name="sqlite",
@@ -144,7 +135,6 @@ SQLITE = Dialect(
     ilike="LIKE",  # SQLite's LIKE is already case-insensitive for ASCII
     no_limit=-1,
     read_before_claim=True,
-    ledger_of_fires=LEDGER_SQLITE,
     snapshot="",  # a WAL read transaction is one snapshot
     search_id="rowid",
     # FTS5 answers LIKE from its trigrams only without an ESCAPE clause, so :wild has the
@@ -171,7 +161,6 @@ POSTGRES = Dialect(
     ilike="ILIKE",
     no_limit=None,
     read_before_claim=False,
-    ledger_of_fires=LEDGER_POSTGRES,
     snapshot="SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
     custom_plans="SET LOCAL plan_cache_mode = force_custom_plan",
     search_id="reminder_id",
@@ -179,4 +168,41 @@ POSTGRES = Dialect(
     search_scan="text ILIKE :pattern ESCAPE '\\'",
     # Delivered at commit, once per distinct payload of a transaction (pg_listen.py).
     notify_due="SELECT pg_notify('duequeue_due', :fire)",
+)
+
+# MariaDB >= 10.6 and MySQL >= 8.0 (store/mysql.py), with the session's sql_mode ANSI_QUOTES and
+# PIPES_AS_CONCAT: "x" is a name and || joins texts, as in the other two.
+MYSQL = Dialect(
+    name="mysql",
+    paramstyle="pyformat",
+    ids_as="tuple",
+    # PyMySQL spells a tuple parameter as `(1, 2, 3)`.
+    in_ids_sql="{column} IN :{param}",
+    # Neither allows LIMIT in an IN subquery; a derived table is materialised first, which
+    # also lets an UPDATE name the table it updates.
+    in_select_sql="{column} IN (SELECT * FROM ({select}) AS chosen)",
+    skip_locked="FOR UPDATE SKIP LOCKED",
+    for_update="FOR UPDATE",
+    # Texts compare byte for byte (utf8mb4_bin): a LIKE that folds case names a collation that
+    # does (it folds some accents too, where SQLite's and PostgreSQL's fold ASCII only).
+    ilike="COLLATE utf8mb4_general_ci LIKE",
+    no_limit=18446744073709551615,  # the manual's "no limit"
+    read_before_claim=False,
+    # InnoDB's REPEATABLE READ, for this transaction only: its reads share one snapshot. The
+    # level of an open transaction cannot change: store/mysql.py's Run starts this one anew.
+    snapshot="START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT",
+    search_id="reminder_id",
+    # No trigram index: search reads a bounded window of reminder_search (search_sql.WINDOW)
+    # and tests each row, folding case as SQLite's does (FULLTEXT finds words, not parts).
+    search_match="instr(lower(text), :lowered) > 0",
+    search_scan="instr(lower(text), :lowered) > 0",
+    rewrites=(
+        # Reserved words used as column names, quoted (ANSI_QUOTES); not a :parameter's name,
+        # nor the upper-case KEY of ON DUPLICATE KEY.
+        (r'(?<![:\w"])(key|change)(?![\w"])', r'"\1"'),
+        (r"\bAS (BIGINT|INTEGER)\)", "AS SIGNED)"),
+        (r"\bAS TEXT\)", "AS CHAR)"),
+        # No aggregate FILTER: the count of a CASE that is NULL for the rows left out.
+        (r"count\(\*\) FILTER \(WHERE ([^()]*)\)", r"count(CASE WHEN \1 THEN 1 END)"),
+    ),
 )

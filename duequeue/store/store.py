@@ -19,6 +19,7 @@ from duequeue.store import claim_sql, commit_sql, ops_sql, pause_sql, reads, ret
 from duequeue.store import rows as shared
 from duequeue.store.backend import Backend, Listener
 from duequeue.store.sql import Run
+from duequeue.store.statements import statement
 from duequeue.store.tick_records import (
     BrowseState,
     Claim,
@@ -128,7 +129,7 @@ class Store:
         d = self.dialect
         if self._read(lambda run: tz_sql.tick_release(run, d), "tz release") != release:
             self._write(
-                lambda run: run(d.sql(tz_sql.SET_TICK_RELEASE), {"release": release}),
+                lambda run: run(statement(d, "set_tick_release"), {"release": release}),
                 "noting the tz release",
             )
 

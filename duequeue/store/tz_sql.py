@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from duequeue.shared.lazy import LazyModule
 from duequeue.store.sql import Dialect, Row, Run
+from duequeue.store.statements import statement
 
 if TYPE_CHECKING:
     from duequeue.store import records
@@ -35,8 +36,8 @@ _STALE_ZONES = """SELECT DISTINCT fire_release, tz FROM reminders
     WHERE fire_release < :release AND next_fire_at IS NOT NULL"""
 
 _READ_DIGEST = "SELECT value FROM queue_meta WHERE name = :name"
-_DIGEST = """INSERT INTO queue_meta (name, value) VALUES (:name, :digest)
-    ON CONFLICT (name) DO NOTHING"""
+# Writing a digest, the queue's tz release and the last tick's: named statements (put_meta_once,
+# set_tz_release, set_tick_release in statements/add.sql).
 
 _COLUMNS = """id, rule_kind, rule, tz, dtstart, start_wall, after_wall, fire_at, next_fire_at,
     error_count, fire_release"""
@@ -59,12 +60,6 @@ _MOVE = """INSERT INTO fire_moves
     VALUES (:id, :old, :new, :old_release, :release, :now)"""
 
 _META = "SELECT value FROM queue_meta WHERE name = 'tz_release'"
-# Never lowered, in one statement (hosts race): releases order by year, then the length of their
-# letters, then the letters (2026z < 2026za).
-_SET_META = """INSERT INTO queue_meta (name, value) VALUES ('tz_release', :release)
-    ON CONFLICT (name) DO UPDATE SET value = excluded.value
-    WHERE (substr(excluded.value, 1, 4), length(excluded.value), excluded.value)
-        > (substr(queue_meta.value, 1, 4), length(queue_meta.value), queue_meta.value)"""
 
 
 def stale_batch(d: Dialect) -> str:
@@ -147,7 +142,7 @@ def record_digests(run: Run, d: Dialect, release: str, digests: dict[str, str]) 
     """Record each zone's digest under `release` (kept once written) and raise the queue's
     release to `release`."""
     run.many(
-        d.sql(_DIGEST),
+        statement(d, "put_meta_once"),
         [{"name": _digest_name(release, tz), "digest": v} for tz, v in sorted(digests.items())],
     )
     raise_queue_release(run, d, release)
@@ -182,7 +177,7 @@ def read(run: Run, d: Dialect, release: str, after_id: int, limit: int) -> list[
 
 def raise_queue_release(run: Run, d: Dialect, release: str) -> None:
     """Set the queue's tz release to `release` unless it holds a newer one already."""
-    run(d.sql(_SET_META), {"release": release})
+    run(statement(d, "set_tz_release"), {"release": release})
 
 
 def queue_release(run: Run, d: Dialect) -> str | None:
@@ -207,8 +202,6 @@ def moves(run: Run, d: Dialect, reminder_id: int) -> list[FireMove]:
 # per host beside its clock, store/postgres.py): written only when it changes.
 TICK_RELEASE = "tick_tz_release"
 _READ_TICK_RELEASE = f"SELECT value FROM queue_meta WHERE name = '{TICK_RELEASE}'"
-SET_TICK_RELEASE = f"""INSERT INTO queue_meta (name, value) VALUES ('{TICK_RELEASE}', :release)
-    ON CONFLICT (name) DO UPDATE SET value = excluded.value"""
 
 
 def tick_release(run: Run, d: Dialect) -> str | None:

@@ -56,7 +56,7 @@ def test_an_add_that_could_never_be_delivered_is_refused(
         (
             "nosuch://host/db",
             "--db nosuch://host/db: no backend for that scheme"
-            " (known: postgres://, postgresql://, sqlite://)",
+            " (known: mariadb://, mysql://, postgres://, postgresql://, sqlite://)",
         ),
     ],
 )

@@ -1,4 +1,5 @@
-"""The wheel carries what a database needs at run time: both schema files and every migration."""
+"""The wheel carries what a database needs at run time: every schema file, every migration and
+every named statement file."""
 
 import shutil
 import subprocess
@@ -6,7 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from duequeue.store import schema
+from duequeue.store import schema, statements
 from tests.paths import ROOT
 
 
@@ -27,7 +28,13 @@ def test_the_wheel_ships_the_schemas_and_every_migration(tmp_path: Path) -> None
     assert built.returncode == 0, built.stderr
     (wheel,) = tmp_path.glob("duequeue-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"duequeue/schema.sql", "duequeue/schema_postgres.sql"} <= names
+    assert {
+        "duequeue/schema.sql",
+        "duequeue/schema_postgres.sql",
+        "duequeue/schema_mysql.sql",
+    } <= names
+    for file in statements.FILES:
+        assert f"duequeue/store/statements/{file}.sql" in names
     for dialect, oldest in schema.OLDEST.items():
         for step in schema.migrations(dialect, oldest):
             assert f"duequeue/store/migrations/{dialect}/{step.name}" in names

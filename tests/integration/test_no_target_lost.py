@@ -8,6 +8,8 @@ benchmarks/fault_cycles.py, which runs this at scale and prints the figures).
 
 from datetime import UTC, datetime
 
+import pytest
+
 from benchmarks.fault_audit import audit
 from benchmarks.fault_cycles import report, run
 from tests.clirunner import SECRET, Cli
@@ -17,6 +19,9 @@ from tests.stores import Db
 SEED = 1234
 CYCLES = 120  # fires; about 300 (target, fire) pairs and 400 attempts
 T0 = datetime(2027, 1, 5, 8, 0, tzinfo=UTC)
+
+# The guarantee suite runs on MySQL too (tests/stores.py).
+pytestmark = pytest.mark.mysql
 
 
 def test_no_target_fire_is_lost_or_sent_twice_under_random_faults(db: Db) -> None:

@@ -209,3 +209,45 @@ def test_each_dialect_has_its_search_index(tmp_path: Path, pg_url: str) -> None:
         ).fetchall()
     assert "USING gin" in index and "gin_trgm_ops" in index
     assert action == "c"
+
+
+def _mysql_columns(url: str) -> dict[str, dict[str, bool]]:
+    """Table -> column -> nullable, of the MySQL database `url` names (generated columns, the
+    stand-ins for partial indexes, left out)."""
+    from tests.my import query
+
+    found: dict[str, dict[str, bool]] = {}
+    for table, column, nullable, extra in query(
+        url,
+        """SELECT table_name, column_name, is_nullable, extra FROM information_schema.columns
+           WHERE table_schema = DATABASE()""",
+    ):
+        if "GENERATED" not in str(extra).upper():
+            found.setdefault(str(table), {})[str(column)] = nullable == "YES"
+    return found
+
+
+def test_the_mysql_schema_has_the_sqlite_tables_and_columns(tmp_path: Path, mysql_url: str) -> None:
+    from duequeue.store.mysql import connect as open_mysql
+
+    open_sqlite(tmp_path / "dq.db").close()
+    open_mysql(mysql_url).close()
+    lite = apsw.Connection(str(tmp_path / "dq.db"))
+    tables = [
+        str(r[0])
+        for r in lite.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            " AND name NOT LIKE 'reminder_search_%' AND sql NOT LIKE '%VIRTUAL TABLE%'"
+        )
+    ]
+    expected = {
+        t: {str(c[1]): not c[3] and not c[5] for c in lite.execute(f"PRAGMA table_info({t})")}
+        for t in tables
+    }
+    expected["reminder_search"] = {"reminder_id": False, "text": False}  # FTS5 there
+    lite.close()
+    # Every SQLite table, column and NOT NULL is there (duequeue_meta is MySQL's and
+    # PostgreSQL's marker, where SQLite has user_version).
+    found = _mysql_columns(mysql_url)
+    assert set(found) - {"duequeue_meta"} == set(expected)
+    assert {t: found[t] for t in expected} == expected
