@@ -390,7 +390,7 @@ class StoreContract:
     def test_a_sent_one_shot_is_written_back_as_the_general_write_back_writes_it(
         self, store: Store
     ) -> None:
-        # SENT_DONE has a statement of its own (commit_sql._DONE): the same row, every column.
+        # SENT_DONE has a statement of its own (resolve_done): the same row, every column.
         rids = [store.add(reminder(key=f"k{i}"), NOW)[0] for i in range(2)]
         assert len(claim(store, NOW, "a")) == 2
         shortcut = Resolution(RowClaim(rids[0]), rids[0], NOW, "sent", SENT_DONE)

@@ -455,7 +455,7 @@ def decode_fire(values: Sequence[Any]) -> Fire:
 
 
 # SENT_DONE crosses the pipe as this, and is SENT_DONE again on the other side (the store
-# writes that one instance with a statement of its own: commit_sql._DONE).
+# writes that one instance with a statement of its own: resolve_done, statements/commit.sql).
 _SENT_DONE = 0
 
 

@@ -143,7 +143,7 @@ class RowState:
 
 # A one-shot whose fire reached every target: done. The common write-back, thousands a tick;
 # one shared instance (records are never changed), which the store writes with a statement of
-# its own (commit_sql._DONE).
+# its own (resolve_done in store/statements/commit.sql).
 SENT_DONE = RowState(None, None, 0, None, "done", fired=True)
 
 

@@ -465,7 +465,7 @@ def test_fires_and_resolutions_cross_the_pipe_unchanged(db_path: Path) -> None:
         r = one_shot_sent(fire)
         back = helper_module.decode_resolution(helper_module.encode_resolution(r))
         assert back == r
-        # The very instance the store writes with its own statement (commit_sql._DONE).
+        # The very instance the store writes with its own statement (resolve_done).
         assert back.row is SENT_DONE
     # A row state equal to it but built elsewhere crosses as what it is.
     general = Resolution(RowClaim(1), 1, NOW, "sent", RowState(None, None, 0, None, "done", True))
