@@ -16,6 +16,7 @@ from typing import Literal
 from duequeue.store.tick_records import (
     FRESH,
     NO_LEDGER,
+    SENT_DONE,
     BrowseState,
     Channel,
     Claim,
@@ -38,6 +39,7 @@ from duequeue.store.tick_records import (
 __all__ = [
     "FRESH",
     "NO_LEDGER",
+    "SENT_DONE",
     "BrowseState",
     "Change",
     "Channel",
