@@ -348,6 +348,24 @@ class StoreContract:
         record(store, failed)
         assert [(d.outcome, d.attempt) for d in store.deliveries(rid)] == [("failed", 1)]
 
+    def test_one_batch_of_many_records_lands_each_once(self, store: Store) -> None:
+        # SQLite writes a batch's records as multi-row INSERTs of 64 (Dialect.record_rows): a
+        # record twice in one batch, a sent twice, and more rows than one statement holds.
+        rid, _ = store.add(reminder(), NOW)
+        (fire,) = claim(store, NOW, "a")
+        tid = fire.targets[0].id
+        failed = [
+            DeliveryRecord(rid, tid, NOW, "failed", "HTTP 500", n, NOW, NOW + MIN)
+            for n in range(1, 150)
+        ]
+        sent = DeliveryRecord(rid, tid, NOW, "sent", None, 150, NOW)
+        again = DeliveryRecord(rid, tid, NOW, "sent", None, 151, NOW)
+        record(store, *failed, failed[0], failed[70], sent, again, failed[-1])
+        assert [(d.outcome, d.attempt) for d in store.deliveries(rid)] == [
+            *(("failed", n) for n in range(1, 150)),
+            ("sent", 150),
+        ]
+
     def test_resolutions_and_releases_need_the_lease_but_records_always_land(
         self, store: Store
     ) -> None:
