@@ -147,7 +147,7 @@ SQLITE = Dialect(
     search_match="text LIKE :wild AND instr(lower(text), :lowered) > 0",
     search_scan="instr(lower(text), :lowered) > 0",
     cancelled_probe="reminders r INDEXED BY reminders_cancelled",
-    record_rows=64,  # 512 parameters, far under SQLite's 32,766
+    record_rows=64,  # a power of two (commit_sql.py); 512 parameters, far under SQLite's 32,766
 )
 
 POSTGRES = Dialect(
