@@ -587,7 +587,7 @@ class Queue:
         """Copy this queue's SQLite database into the empty PostgreSQL or MySQL database `to`,
         ids and all, in one transaction (`duequeue migrate`)."""
         copied = migrate.copy(self.settings.db, to)
-        return from_records.migrated(self.settings.db, safe_url(to), copied)
+        return from_records.migrated(safe_url(self.settings.db), safe_url(to), copied)
 
     # -- the setup ---------------------------------------------------------------------------
 
