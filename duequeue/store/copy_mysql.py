@@ -31,6 +31,10 @@ class MySQLReader:
         self.conn = self.backend.conn
         try:
             with self.conn.cursor() as cur:
+                if self.backend.mariadb:
+                    # The snapshot idles while the target is opened (its schema made) and
+                    # between tables: not the end of a client cut mid-transaction.
+                    cur.execute("SET SESSION idle_transaction_timeout = 0")
                 cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
         except pymysql.Error as exc:
