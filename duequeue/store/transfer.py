@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 from duequeue.errors import BadInputError
 from duequeue.shared.lazy import LazyModule
-from duequeue.store import BACKENDS, backend_module, safe_url, scheme
+from duequeue.store import backend_module, safe_url, scheme
 from duequeue.store.copy_rows import (
     META,
     META_COLUMNS,
@@ -38,13 +38,23 @@ else:
     copy_mysql = LazyModule("duequeue.store.copy_mysql")
 
 
+# The schemes migrate reads and writes, by database (a scheme register() adds is not among them).
+FAMILIES = {
+    "sqlite": "sqlite",
+    "postgresql": "postgresql",
+    "postgres": "postgresql",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+}
+
+
 def copy(source: str, target: str) -> Copied:
     """Copy every duequeue row of `source` into the empty `target` (SQLite paths or URLs)."""
     for value, field in ((source, "db"), (target, "to")):
-        if scheme(value) not in BACKENDS:
-            known = ", ".join(sorted(f"{s}://" for s in BACKENDS))
+        if scheme(value) not in FAMILIES:
             raise BadInputError(
-                f"{safe_url(value)}: no backend for that scheme (known: {known}, or a file path)",
+                f"{safe_url(value)}: migrate copies between SQLite files, postgresql:// and "
+                "mysql:// databases",
                 field=field,
             )
     if _identity(source) == _identity(target):
@@ -78,12 +88,9 @@ def _fill(reader: Reader, load: Load) -> dict[str, int]:
 def _identity(db: str) -> tuple[str, ...]:
     """What tells two --db values apart: a file's real path, a server's host, port and
     database (the user and options aside)."""
-    kind = scheme(db)
-    if kind == "sqlite":
+    family = FAMILIES[scheme(db)]
+    if family == "sqlite":
         return ("sqlite", os.path.realpath(db))
-    family = "postgresql" if kind in ("postgresql", "postgres") else kind
-    if kind == "mariadb":
-        family = "mysql"
     parts = urlsplit(db)
     default = {"postgresql": 5432, "mysql": 3306}.get(family)
     try:
@@ -95,20 +102,20 @@ def _identity(db: str) -> tuple[str, ...]:
 
 
 def _reader(db: str) -> Reader:
-    kind = scheme(db)
-    if kind == "sqlite":
+    family = FAMILIES[scheme(db)]
+    if family == "sqlite":
         return SQLiteReader(db)
     backend_module(db)  # a clear error when the driver is missing
-    if kind in ("mysql", "mariadb"):
+    if family == "mysql":
         return copy_mysql.MySQLReader(db)
     return copy_pg.PostgresReader(db)
 
 
 def _writer(db: str) -> Writer:
-    kind = scheme(db)
-    if kind == "sqlite":
+    family = FAMILIES[scheme(db)]
+    if family == "sqlite":
         return SQLiteWriter(db)
     backend_module(db)
-    if kind in ("mysql", "mariadb"):
+    if family == "mysql":
         return copy_mysql.MySQLWriter(db)
     return copy_pg.PostgresWriter(db)
