@@ -235,3 +235,22 @@ def test_an_empty_server_database_copies_into_a_new_sqlite_file(
     assert (run.code, run.err) == (0, ""), run.err
     assert run.out.startswith("migrated 0 reminders, ")
     assert _cli(target).inspect("--all") == []
+
+
+def test_a_source_of_a_newer_duequeue_is_refused_before_anything_is_written(
+    tmp_path: Path, pg_url: str
+) -> None:
+    source = tmp_path / "source.db"
+    _cli(source).add("--at", "+1h", "--webhook", "https://hooks.example.com/a")
+    conn = apsw.Connection(str(source))
+    conn.execute("PRAGMA user_version = 999")
+    conn.close()
+    for target in (str(tmp_path / "new.db"), pg_url):
+        run = _cli(source)("migrate", "--to", target)
+        assert run.code == 1
+        assert "has schema version 999; this duequeue knows" in run.err
+    assert _databases(tmp_path) == ["source.db"]
+    with pg.admin_connect(pg_url) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchone() == (0,)
