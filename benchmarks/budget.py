@@ -89,6 +89,17 @@ sys.argv[0] = "duequeue"
 main()
 """
 
+# Issue 34's own measure (`--as-issue`): the same driver, but the tick at its defaults (the
+# commit helper from 1,000 claimed rows, the group commit's 5 ms window), the sizes 1,000 and
+# 3,000; only the tick budget, the channel timeout and the busy timeout are raised, or
+# callgrind's slowdown would end the tick (or stall its sends) before its rows are sent. Not
+# budgeted: the helper's share and the window's batches depend on timing (see the module
+# docstring). The helper's process is counted with the tick's (--trace-children).
+ISSUE_SIZES = (1_000, 3_000)
+_ISSUE_DRIVER = _DRIVER.replace(
+    'commit.Committer.__init__.__kwdefaults__["window_s"] = 3600.0\n', ""
+)
+
 
 # -- the budget file --------------------------------------------------------------------------
 
@@ -256,13 +267,22 @@ class Counted:
     out: str
 
 
-def instructions(args: Sequence[str], env: Mapping[str, str], workdir: Path) -> Counted:
-    """Run `args` under callgrind; return the instructions it executed (all its threads).
+def instructions(
+    args: Sequence[str], env: Mapping[str, str], workdir: Path, *, children: bool = False
+) -> Counted:
+    """Run `args` under callgrind; return the instructions it executed (all its threads, and
+    with `children`, every process it started as well: the commit helper).
 
     The command must succeed: a run that fails measures nothing."""
-    out = workdir / "callgrind.out"
+    trace = ["--trace-children=yes"] if children else []
     done = subprocess.run(
-        [_valgrind(), "--tool=callgrind", f"--callgrind-out-file={out}", *args],
+        [
+            _valgrind(),
+            "--tool=callgrind",
+            *trace,
+            f"--callgrind-out-file={workdir / 'callgrind.out.%p'}",
+            *args,
+        ],
         env=env,
         cwd=workdir,
         capture_output=True,
@@ -271,11 +291,16 @@ def instructions(args: Sequence[str], env: Mapping[str, str], workdir: Path) -> 
     )
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed under callgrind:\n{done.stderr[-3000:]}")
-    match = re.search(r"^totals:\s*(\d+)", out.read_text(), re.M)
-    out.unlink()
-    if match is None:
+    total, outs = 0, sorted(workdir.glob("callgrind.out.*"))
+    for out in outs:
+        match = re.search(r"^totals:\s*(\d+)", out.read_text(), re.M)
+        out.unlink()
+        if match is None:
+            raise RuntimeError("callgrind wrote no totals")
+        total += int(match.group(1))
+    if not outs:
         raise RuntimeError("callgrind wrote no totals")
-    return Counted(int(match.group(1)), done.stdout)
+    return Counted(total, done.stdout)
 
 
 def fixed_env(workdir: Path, **extra: str) -> dict[str, str]:
@@ -328,14 +353,29 @@ def _tick_env(workdir: Path, db: Path) -> dict[str, str]:
 Job = Callable[[Path], int]
 
 
-def _tick_job(url: str, n: int) -> Job:
+def _issue_env(workdir: Path, db: Path) -> dict[str, str]:
+    return fixed_env(
+        workdir,
+        DUEQUEUE_DB=str(db),
+        DUEQUEUE_WEBHOOK_SECRET=SECRET,
+        DUEQUEUE_TICK_BUDGET="3600",
+        DUEQUEUE_CHANNEL_TIMEOUT="600",
+        DUEQUEUE_BUSY_TIMEOUT="600",  # a batch unanswered past it (+1 s) stops the sends
+    )
+
+
+def _tick_job(url: str, n: int, as_issue: bool = False) -> Job:
     """A `duequeue tick` delivering `n` due webhooks to `url`, every one of them sent."""
 
     def run(workdir: Path) -> int:
         db = workdir / "tick.db"
         seed(db, n, webhook=url)
+        driver, env = (_ISSUE_DRIVER, _issue_env) if as_issue else (_DRIVER, _tick_env)
         counted = instructions(
-            [sys.executable, "-c", _DRIVER, "tick", "--json"], _tick_env(workdir, db), workdir
+            [sys.executable, "-c", driver, "tick", "--json"],
+            env(workdir, db),
+            workdir,
+            children=as_issue,
         )
         sent = json.loads(counted.out)["deliveries_sent"]
         if sent != n:
@@ -414,6 +454,7 @@ def measure(
     delivery_sizes: Sequence[int] = DELIVERY_SIZES,
     parallel: int = 2,
     show: Callable[[str], None] | None = None,
+    as_issue: bool = False,
 ) -> dict[str, float]:
     """Measure the figures of `parts` once, `parallel` processes at a time (the counts do not
     depend on what runs beside them), each in a folder of its own."""
@@ -428,11 +469,17 @@ def measure(
             ports = stack.enter_context(sink_process("http_sink", "1"))
             url = f"http://127.0.0.1:{ports[0]}/hook"
             small, large = delivery_sizes
-            jobs |= {"tick_large": _tick_job(url, large), "bare_large": _bare_job(url, large)}
+            jobs |= {
+                "tick_large": _tick_job(url, large, as_issue),
+                "bare_large": _bare_job(url, large),
+            }
         if "import" in parts:
             jobs["import_large"] = _import_job(IMPORT_SIZES[1])
         if "delivery" in parts:
-            jobs |= {"tick_small": _tick_job(url, small), "bare_small": _bare_job(url, small)}
+            jobs |= {
+                "tick_small": _tick_job(url, small, as_issue),
+                "bare_small": _bare_job(url, small),
+            }
         if "import" in parts:
             jobs["import_small"] = _import_job(IMPORT_SIZES[0])
         if "empty" in parts:
@@ -516,6 +563,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--parallel", type=int, default=2, help="processes measured at once (default 2)"
     )
     parser.add_argument(
+        "--as-issue",
+        action="store_true",
+        help="tick_per_delivery as issue 34 measured it: the tick at its defaults (commit "
+        "helper, 5 ms window), 1,000 and 3,000 rows (not budgeted)",
+    )
+    parser.add_argument(
         "--delivery-sizes",
         type=int,
         nargs=2,
@@ -523,9 +576,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the two tick sizes (to try others; the budget is measured at the defaults)",
     )
     args = parser.parse_args(argv)
-    if args.check and (args.only or args.repeat != 1 or args.delivery_sizes):
+    if args.check and (args.only or args.repeat != 1 or args.delivery_sizes or args.as_issue):
         parser.error("--check measures every figure once")
-    if args.update and (args.repeat != 1 or args.delivery_sizes):
+    if args.update and (args.repeat != 1 or args.delivery_sizes or args.as_issue):
         parser.error("--update measures once, at the default sizes (--only: those parts)")
     budget = None
     if args.check or (args.update and args.file.exists()):
@@ -540,9 +593,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             figures = measure(
                 args.only or PARTS,
-                args.delivery_sizes or DELIVERY_SIZES,
+                args.delivery_sizes or (ISSUE_SIZES if args.as_issue else DELIVERY_SIZES),
                 args.parallel,
                 print if args.counts else None,
+                args.as_issue,
             )
         except RuntimeError as exc:  # a measured process failed: nothing was measured
             print(f"budget: error: {exc}", file=sys.stderr)
@@ -553,9 +607,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _spread(runs)
     figures = runs[0]
     if args.update:
-        args.file.write_text(
-            render_budget(updated(budget, figures, f"measured at {_commit()}")), encoding="utf-8"
-        )
+        note = f"measured at {_commit()}"
+        if args.only and budget is not None:
+            note = f"{', '.join(sorted(args.only))} measured at {_commit()}; {budget.note}"
+        try:
+            new = updated(budget, figures, note)
+        except BudgetFileError as exc:
+            print(f"budget: error: {exc}", file=sys.stderr)
+            return 2
+        args.file.write_text(render_budget(new), encoding="utf-8")
         print(f"budget: wrote {args.file}")
     if args.check:
         assert budget is not None

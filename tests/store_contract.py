@@ -11,6 +11,7 @@ import pytest
 
 from duequeue.errors import ChangeRefusedError, KeyConflictError, NotFoundError
 from duequeue.store.records import (
+    SENT_DONE,
     Change,
     Claim,
     Committed,
@@ -29,6 +30,7 @@ from duequeue.store.records import (
     Waiting,
 )
 from duequeue.store.rows import ADD_CHUNK
+from duequeue.store.sql import Row, Run
 from duequeue.store.store import Store
 
 NOW = 1_800_000_000_000
@@ -384,6 +386,33 @@ class StoreContract:
         claim(store, NOW + LEASE + 1, "fresh")
         assert applied(store, "slow", NOW, advanced(rid, NOW, None)) == 0
         assert applied(store, "fresh", NOW, advanced(rid, NOW, None)) == 1
+
+    def test_a_sent_one_shot_is_written_back_as_the_general_write_back_writes_it(
+        self, store: Store
+    ) -> None:
+        # SENT_DONE has a statement of its own (resolve_done): the same row, every column.
+        rids = [store.add(reminder(key=f"k{i}"), NOW)[0] for i in range(2)]
+        assert len(claim(store, NOW, "a")) == 2
+        shortcut = Resolution(RowClaim(rids[0]), rids[0], NOW, "sent", SENT_DONE)
+        general = advanced(rids[1], NOW, None)
+        assert general.row == SENT_DONE and general.row is not SENT_DONE
+        assert applied(store, "a", NOW + 7, shortcut, general) == 2
+        # ... and the lease is still asked for.
+        assert applied(store, "b", NOW + 8, shortcut) == 0
+
+        def written(run: Run) -> list[Row]:
+            # Every column either statement may write, and the states they are read by.
+            return run(
+                """SELECT fire_at, next_fire_at, error_count, last_error, last_fired_at,
+                       skipped_fires, done_at, dead_at, after_wall, fire_release, lease_owner,
+                       lease_until, updated_at, cancelled_at, paused_at
+                   FROM reminders ORDER BY id""",
+                {},
+            )
+
+        one, two = store._read(written, "read the rows")
+        assert one == two
+        assert one[6] == NOW + 7 and one[4] == NOW and one[10] is None
 
     def test_a_dead_one_shot_is_parked_and_listed_as_dead(self, store: Store) -> None:
         rid, _ = store.add(reminder(), NOW)

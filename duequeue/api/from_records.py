@@ -16,6 +16,7 @@ from duequeue.shared import redact
 from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms
 from duequeue.store import records as store
+from duequeue.store.schema_steps import Shape
 
 if TYPE_CHECKING:
     from duequeue.channels import registry
@@ -305,6 +306,19 @@ def next_fires(v: store.ReminderView, local: Iterable[datetime]) -> results.Fire
 def imported(imported: int, skipped: int, notes: Iterable[str]) -> results.ImportResult:
     """Return what `import` did."""
     return results.ImportResult(imported + skipped, imported, skipped, tuple(notes))
+
+
+def contracted(
+    database: str, before: Shape, after: Shape, steps: tuple[str, ...]
+) -> results.Contracted:
+    """Return what `migrate --contract` did; `database` is already fit to print."""
+    return results.Contracted(
+        database=database,
+        floor_before=before.floor,
+        floor=after.floor,
+        version=after.version,
+        steps=steps,
+    )
 
 
 def migrated(source: str, destination: str, copied: Copied) -> results.Migrated:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         Change,
         Changed,
         ConfigReport,
+        Contracted,
         DoctorReport,
         Fires,
         History,
@@ -589,6 +590,14 @@ class Queue:
         (`duequeue migrate`)."""
         copied = migrate.copy(self.settings.db, to)
         return from_records.migrated(safe_url(self.settings.db), safe_url(to), copied)
+
+    def contract(self) -> Contracted:
+        """Apply the schema's pending contract steps (`duequeue migrate --contract`): the last
+        step of a rolling upgrade, once every host runs the new version; older versions then
+        refuse the database. Refused with ChangeRefusedError, nothing written, while a host that
+        ticked in the last day ran an older duequeue (docs/upgrading.md)."""
+        before, after, steps = migrate.contract(self._open(), to_ms(_now()))
+        return from_records.contracted(self.location, before, after, steps)
 
     # -- the setup ---------------------------------------------------------------------------
 

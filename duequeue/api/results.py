@@ -400,6 +400,17 @@ class ImportResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Contracted:
+    """What `migrate --contract` did to the schema (docs/upgrading.md)."""
+
+    database: str  # the --db file or URL, its password masked
+    floor_before: int  # the oldest schema version whose duequeue could run on it, before
+    floor: int  # ... and after: older versions now refuse the database
+    version: int  # the newest step applied
+    steps: tuple[str, ...]  # the contract steps applied; () when none was pending
+
+
+@dataclass(frozen=True, slots=True)
 class Migrated:
     """What `migrate` copied, by table."""
 

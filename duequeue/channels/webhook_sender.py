@@ -102,6 +102,7 @@ class WebhookChannel:
             ssl_context=_tls_context,
             guard=self._guard,
             resolver=self._resolver,
+            headers=_HEADERS,
         )
         return self
 
@@ -137,7 +138,8 @@ class WebhookChannel:
             return Outcome("failed", "webhook channel used outside 'async with'")
         async with slots:
             timestamp = int(self._clock())
-            headers = {**_HEADERS, "webhook-id": msg_id, "webhook-timestamp": str(timestamp)}
+            # The poster sends _HEADERS ahead of these.
+            headers = {"webhook-id": msg_id, "webhook-timestamp": str(timestamp)}
             if signer is not None:
                 headers["webhook-signature"] = signer.sign(msg_id, timestamp, body)
             try:

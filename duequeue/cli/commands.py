@@ -382,7 +382,7 @@ def next_(
 def migrate(
     ctx: typer.Context,
     to: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--to",
             metavar="URL",
@@ -390,10 +390,38 @@ def migrate(
             "mysql://user@host/db, or an SQLite file (created when missing).",
             show_default=False,
         ),
-    ],
+    ] = None,
+    contract: Annotated[
+        bool,
+        typer.Option(
+            "--contract",
+            help="Finish a rolling upgrade instead: apply the schema's pending contract steps "
+            "to --db, once every host runs this version. Versions older than the steps then "
+            "refuse the database; refused, nothing changed, while a host that ticked in the "
+            "last day runs one (docs/upgrading.md).",
+        ),
+    ] = False,
 ) -> None:
     """Copy the database (--db) into an empty one, any of SQLite, PostgreSQL and MySQL each
-    way, ids and all, in one transaction; stop cron first (leases are not copied)."""
+    way, ids and all, in one transaction (stop cron first: leases are not copied); or, with
+    --contract, finish a rolling upgrade of --db."""
+    if contract == (to is not None):
+        raise BadInputError("give either --to URL or --contract", field=("to", "contract"))
+    if contract:
+        with context.queue(ctx) as q:
+            done = q.contract()
+        if not done.steps:
+            typer.echo(
+                f"nothing to contract: {done.database} is at schema version {done.version}, "
+                f"floor {done.floor}"
+            )
+        else:
+            typer.echo(
+                f"contracted {done.database}: {', '.join(done.steps)}; floor {done.floor_before} "
+                f"-> {done.floor} (duequeue older than schema {done.floor} now refuses it)"
+            )
+        return
+    assert to is not None
     with context.queue(ctx) as q:
         copied = q.migrate(to)
     typer.echo(

@@ -49,6 +49,7 @@ from duequeue.engine.commit import Batch, ClaimArgs, Runner, retrying
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.store.tick_records import (
     NO_LEDGER,
+    SENT_DONE,
     Claim,
     Committed,
     DeadFire,
@@ -453,6 +454,23 @@ def decode_fire(values: Sequence[Any]) -> Fire:
     )
 
 
+# SENT_DONE crosses the pipe as this, and is SENT_DONE again on the other side (the store
+# writes that one instance with a statement of its own: resolve_done, statements/commit.sql).
+_SENT_DONE = 0
+
+
+def _encode_row(row: RowState | None) -> tuple[Any, ...] | int | None:
+    if row is SENT_DONE:
+        return _SENT_DONE
+    return None if row is None else _ROW(row)
+
+
+def _decode_row(row: Sequence[Any] | int | None) -> RowState | None:
+    if row == _SENT_DONE:
+        return SENT_DONE
+    return None if row is None or isinstance(row, int) else RowState(*row)
+
+
 def encode_resolution(r: Resolution) -> tuple[Any, ...]:
     """Return a resolution as plain tuples."""
     return (
@@ -460,7 +478,7 @@ def encode_resolution(r: Resolution) -> tuple[Any, ...]:
         r.reminder_id,
         r.fire_at,
         r.verdict,
-        None if r.row is None else _ROW(r.row),
+        _encode_row(r.row),
         [_WAITING(w) for w in r.waiting],
         None if r.dead is None else _DEAD(r.dead),
         r.disable,
@@ -475,7 +493,7 @@ def decode_resolution(values: Sequence[Any]) -> Resolution:
         rid,
         fire_at,
         verdict,
-        None if row is None else RowState(*row),
+        _decode_row(row),
         tuple([Waiting(*w) for w in waiting]),
         None if dead is None else DeadFire(*dead),
         tuple(disable),

@@ -27,6 +27,7 @@ from duequeue.shared.lazy import LazyModule
 from duequeue.shared.timefmt import from_ms, to_ms
 from duequeue.store.tick_records import (
     FRESH,
+    SENT_DONE,
     DeadFire,
     Fire,
     Resolution,
@@ -214,7 +215,7 @@ def one_shot_sent(fire: Fire) -> Resolution:
         fire.reminder_id,
         fire.fire_at,
         "sent",
-        RowState(None, None, 0, None, "done", fired=True),
+        SENT_DONE,
     )
 
 

@@ -275,16 +275,17 @@ class _Fire:
             self.data = json.loads(fire.data)
         self.at = from_ms(fire.fire_at)
 
-    def message(self, target: Target) -> Any:
-        """Return the fire as the message one of its targets gets."""
+    def message(self, target: Target, base: Any = channel_base) -> Any:
+        """Return the fire as the message one of its targets gets (`base`: the channels' base
+        module; a tick passes the module itself, see _Tick._deliver)."""
         fire = self.fire
-        return channel_base.Message(
+        return base.Message(
             fire.reminder_id,
             self.at,
             fire.subject,
             fire.body,
             self.data,
-            channel_base.delivery_id(fire.reminder_id, fire.fire_at, target.id),
+            base.delivery_id(fire.reminder_id, fire.fire_at, target.id),
         )
 
 
@@ -364,6 +365,11 @@ class _Tick:
         self.queues: dict[str, deque[_Job]] = {}
         self.workers: list[asyncio.Task[None]] = []
         self.slots = self._endpoint_slots()
+        # The channels' base module itself (imported with the channels by now): read through
+        # the LazyModule, each of its names costs a failed lookup and a call, twice a send.
+        from duequeue.channels import base
+
+        self.base = base
         o = self.options
         opening = registry.Opening(
             o.channel_timeout,
@@ -556,7 +562,7 @@ class _Tick:
         fire, target = f.fire, f.fire.targets[i]
         try:
             outcome = await self.channels.send(
-                f.message(target), target.channel, target.address, target.secret
+                f.message(target, self.base), target.channel, target.address, target.secret
             )
             at = self.clock()
             ledger = fire.ledger.get(target.id, FRESH)

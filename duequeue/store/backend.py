@@ -1,10 +1,11 @@
 """The seam between the store (store.py) and a database driver: a Backend.
 
-A backend is one adapter, one module: it connects (and creates or upgrades the schema, from its
-dialect's schema file and numbered migrations, see schema.py), runs a unit of work as one
-transaction, maps its driver's errors to StoreError / StoreBusyError, adds the health checks only
-its database has, says whose clock judges what is due, and names its Dialect (sql.py: what its
-SQL spells differently, as data, its locking style among them). Every query lives above it,
+A backend is one adapter, one module: it connects (and creates or expands the schema, from its
+dialect's schema file and numbered migrations, by schema_steps.py's rules; `contract` applies the
+rest), runs a unit of work as one transaction, maps its driver's errors to StoreError /
+StoreBusyError, adds the health checks only its database has, says whose clock judges what is
+due, and names its Dialect (sql.py: what its SQL spells differently, as data, its locking style
+among them). Every query lives above it,
 written once. Backends are chosen by the URL scheme of `--db` (store/__init__.py's registry):
 sqlite.py, postgres.py.
 """
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from duequeue.store.sql import Dialect, Run
 
 if TYPE_CHECKING:
+    from duequeue.store import schema_steps
     from duequeue.store.records import HealthCheck, HostTick
 
 T = TypeVar("T")
@@ -64,6 +66,13 @@ class Backend(Protocol):
 
     def health(self, run: Run) -> list[HealthCheck]:
         """Return doctor's checks of the database itself (schema version first)."""
+
+    def shape(self, run: Run) -> schema_steps.Shape:
+        """Return the schema's floor and version as the database records them (schema_steps.py)."""
+
+    def contract(self) -> tuple[schema_steps.Shape, list[str]]:
+        """Apply the pending contract steps in one transaction, under the lock that opening
+        takes to expand; return the shape after them and the names of the steps applied."""
 
     def server_ms(self) -> int | None:
         """Return the database server's clock in unix ms (one round trip), or None where the

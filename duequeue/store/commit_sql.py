@@ -26,6 +26,7 @@ from typing import Any
 from duequeue.store.sql import Dialect, Run
 from duequeue.store.statements import statement
 from duequeue.store.tick_records import (
+    SENT_DONE,
     Claim,
     Committed,
     DeliveryRecord,
@@ -93,12 +94,17 @@ def _resolve(
     run: Run, d: Dialect, owner: str, now: int, resolutions: Sequence[Resolution]
 ) -> tuple[list[Resolution], list[Resolution]]:
     """Apply the resolutions whose lease is still ours; return (applied, refused)."""
-    rows = [r for r in resolutions if r.row is not None]
+    done = [
+        {"fire": r.fire_at, "now": now, "id": r.reminder_id, "owner": owner}
+        for r in resolutions
+        if r.row is SENT_DONE
+    ]
+    rows = [
+        _row(r, now, owner) for r in resolutions if r.row is not None and r.row is not SENT_DONE
+    ]
     taken = [r.claim for r in resolutions if isinstance(r.claim, TargetClaim)]
-    kept_rows = {
-        int(found[0])
-        for found in run.many(statement(d, "resolve_row"), [_row(r, now, owner) for r in rows])
-    }
+    kept_rows = {int(found[0]) for found in run.many(statement(d, "resolve_done"), done)}
+    kept_rows.update(int(found[0]) for found in run.many(statement(d, "resolve_row"), rows))
     kept_retries = {
         (int(tid), int(fire))
         for tid, fire in run.many(

@@ -32,8 +32,8 @@ import pymysql.cursors
 
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.shared.redact import url as safe_url
-from duequeue.store import ops_sql, schema
-from duequeue.store.hosts import HOST_PREFIX, TZ_PREFIX
+from duequeue.store import schema, schema_steps
+from duequeue.store.hosts import HOST_PREFIX, SCHEMA_PREFIX, TZ_PREFIX
 from duequeue.store.hosts import READ as READ_HOSTS
 from duequeue.store.hosts import hosts as hosts_of
 from duequeue.store.records import HealthCheck, HostTick
@@ -147,10 +147,23 @@ class MySQLBackend:
             raise
         return result
 
-    def health(self, run: Run) -> list[HealthCheck]:
+    def shape(self, run: Run) -> schema_steps.Shape:
         found = run("SELECT value FROM duequeue_meta WHERE name = 'schema_version'", {})
-        version = int(found[0][0]) if found else 0
-        checks = [ops_sql.schema_check(self.where, version, SCHEMA_VERSION)]
+        steps = run(f"SELECT value FROM queue_meta WHERE name = '{schema.STEPS_KEY}'", {})
+        return schema_steps.shape(int(found[0][0]) if found else 0, steps[0][0] if steps else None)
+
+    def contract(self) -> tuple[schema_steps.Shape, list[str]]:
+        # MySQL's first schema version is 11: it has no step to contract yet. The first MySQL
+        # migration brings opening and contracting here in line with postgres.py.
+        found = self.transact(self.shape, what="reading the schema", write=False)
+        if schema_steps.to_contract("mysql", found):
+            raise StoreError(f"MySQL {self.where}: contract steps are not supported on MySQL yet")
+        return found, []
+
+    def health(self, run: Run) -> list[HealthCheck]:
+        shape = self.shape(run)
+        pending = schema_steps.to_contract("mysql", shape) if shape.runs() else []
+        checks = [schema_steps.check(self.where, shape, pending)]
         (server,) = run("SELECT VERSION()", {})
         checks.append(HealthCheck("database server", True, f"MySQL protocol: {server[0]}"))
         # The "one sent per target and fire" rule lives in this unique index.
@@ -194,11 +207,18 @@ class MySQLBackend:
         return the server's clock."""
 
         def note(cur: Cursor) -> int:
+            # The schema version this host runs (docs/upgrading.md), with its tz release.
             if release is not None:
+                cur.execute(
+                    """INSERT INTO duequeue_meta (name, value) VALUES (%s, %s), (%s, %s)
+                       ON DUPLICATE KEY UPDATE value = VALUES(value)""",
+                    (TZ_PREFIX + host, release, SCHEMA_PREFIX + host, str(SCHEMA_VERSION)),
+                )
+            else:
                 cur.execute(
                     """INSERT INTO duequeue_meta (name, value) VALUES (%s, %s)
                        ON DUPLICATE KEY UPDATE value = VALUES(value)""",
-                    (TZ_PREFIX + host, release),
+                    (SCHEMA_PREFIX + host, str(SCHEMA_VERSION)),
                 )
             cur.execute(f"SELECT {_NOW_MS}")
             row = cur.fetchone()

@@ -18,7 +18,7 @@ from duequeue.store.statements import statement
 
 if TYPE_CHECKING:
     from duequeue.store import records
-    from duequeue.store.records import Change, HealthCheck, PruneCounts, Stats
+    from duequeue.store.records import Change, PruneCounts, Stats
 else:
     # On first use: cron's tick with nothing due never builds these (tick_records.py).
     records = LazyModule("duequeue.store.records")
@@ -362,14 +362,4 @@ def prune(run: Run, d: Dialect, before: int) -> PruneCounts:
         done=int(done),
         cancelled=int(cancelled),
         dead_letters=int(letters),
-    )
-
-
-def schema_check(where: str, version: int, expected: int) -> HealthCheck:
-    """Return doctor's check that the database has this duequeue's schema version."""
-    return records.HealthCheck(
-        "database schema",
-        version == expected,
-        f"{where}: schema version {version} (this duequeue: {expected})",
-        None if version == expected else "upgrade duequeue or restore a backup",
     )

@@ -34,8 +34,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from duequeue.errors import StoreBusyError, StoreError
 from duequeue.shared.redact import url as safe_url
-from duequeue.store import ops_sql, schema
-from duequeue.store.hosts import HOST_PREFIX, TZ_PREFIX
+from duequeue.store import schema, schema_steps
+from duequeue.store.hosts import HOST_PREFIX, SCHEMA_PREFIX, TZ_PREFIX
 from duequeue.store.hosts import hosts as hosts_of
 from duequeue.store.pg_listen import PgListener
 from duequeue.store.records import HealthCheck, HostTick
@@ -103,7 +103,7 @@ class PostgresBackend:
         return self.transact_cursor(lambda cur: work(PgRun(cur)), what=what, repeatable=repeatable)
 
     def health(self, run: Run) -> list[HealthCheck]:
-        return health(run, self.where, SCHEMA_VERSION)
+        return health(run, self.where)
 
     def transact_cursor(self, work: Callable[[Cursor], T], *, what: str, repeatable: bool) -> T:
         """Run `work` on a cursor in one transaction; on a broken connection reconnect once
@@ -221,6 +221,8 @@ class PostgresBackend:
             host_ms=psycopg.sql.Literal(host_ms),
             tz_name=psycopg.sql.Literal(TZ_PREFIX + host),
             release=psycopg.sql.Literal(release),
+            schema_name=psycopg.sql.Literal(SCHEMA_PREFIX + host),
+            schema=psycopg.sql.Literal(str(SCHEMA_VERSION)),
         )
 
         def note(cur: Cursor) -> int:
@@ -244,12 +246,7 @@ class PostgresBackend:
 
     def hosts(self, run: Run, now: int) -> tuple[HostTick, ...]:
         """Return the hosts that ticked in the last day, the latest first."""
-        rows = run(
-            """SELECT name, value FROM duequeue_meta
-               WHERE left(name, 5) = 'host:' OR left(name, 8) = 'host_tz:'""",
-            {},
-        )
-        return hosts_of(rows, now)
+        return _hosts(run, now)
 
     def _once(self, work: Callable[[Cursor], T]) -> T:
         with self.conn.transaction(), self.conn.cursor() as cur:
@@ -293,9 +290,9 @@ class PostgresBackend:
         state = self.transact_cursor(
             _schema_state, what="reading the schema version", repeatable=True
         )
-        if state != (APPLICATION, SCHEMA_VERSION):
+        if state is None or state[0] != APPLICATION or _needs_steps(state[1]):
 
-            def apply(cur: Cursor) -> tuple[str, int] | None:
+            def apply(cur: Cursor) -> tuple[str, schema_steps.Shape] | None:
                 # An upgrade may build indexes on large tables: no statement timeout for it.
                 cur.execute("SET LOCAL statement_timeout = 0")
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
@@ -303,36 +300,72 @@ class PostgresBackend:
                 if found is None:
                     cur.execute(schema_postgres_sql().encode())
                     self.created = True  # for `init` to say so
-                    return APPLICATION, SCHEMA_VERSION
+                    return APPLICATION, schema_steps.shape(schema.FLOOR, schema.VERSION)
                 oldest = schema.OLDEST["postgresql"]
-                if found[0] == APPLICATION and oldest <= found[1] < SCHEMA_VERSION:
-                    _upgrade(cur, found[1])
-                    return APPLICATION, SCHEMA_VERSION
+                shape = found[1]
+                if found[0] == APPLICATION and oldest <= shape.floor and _needs_steps(shape):
+                    if not shape.runs():
+                        return found  # refused below, nothing written
+                    steps = schema_steps.to_expand("postgresql", shape)
+                    return APPLICATION, _apply(cur, shape, steps, expand=True)
                 return found
 
             state = self.transact_cursor(apply, what="applying the schema", repeatable=True)
         if state is None or state[0] != APPLICATION:
             raise StoreError(f"PostgreSQL {self.where} holds tables, but not duequeue's")
-        if state[1] != SCHEMA_VERSION:
+        if not state[1].runs():
+            raise StoreError(schema_steps.refusal(f"PostgreSQL {self.where}", state[1]))
+        if state[1].version < SCHEMA_VERSION:
             raise StoreError(
-                f"PostgreSQL {self.where} has schema version {state[1]}; "
-                f"this duequeue knows {SCHEMA_VERSION}"
+                f"PostgreSQL {self.where} has schema version {state[1].version}, older than "
+                f"this duequeue upgrades from ({schema.OLDEST['postgresql']})"
             )
 
     def _schema_is_current(self) -> bool:
-        """Check the version marker in one round trip: what every command pays on open."""
+        """Check the schema's marks in one round trip: what every command pays on open."""
         try:
             with self.conn.cursor() as cur:
-                cur.execute(
-                    "SELECT name, value FROM duequeue_meta "
-                    "WHERE name IN ('application', 'schema_version')"
-                )
+                cur.execute(_MARKS)
                 meta = dict(cur.fetchall())
         except psycopg.errors.UndefinedTable:
-            return False  # a fresh or foreign database: the careful path decides
+            return False  # a fresh, foreign or old database: the careful path decides
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL {self.where}: {self._line(exc)}") from exc
-        return meta == {"application": APPLICATION, "schema_version": str(SCHEMA_VERSION)}
+        if meta.get("application") != APPLICATION:
+            return False
+        try:
+            floor = int(meta.get("schema_version", ""))
+        except ValueError:
+            return False
+        return not _needs_steps(schema_steps.shape(floor, meta.get(schema.STEPS_KEY)))
+
+    def shape(self, run: Run) -> schema_steps.Shape:
+        return _shape(run)
+
+    def contract(self) -> tuple[schema_steps.Shape, list[str]]:
+        """Apply the pending contract steps (`migrate --contract`) under the schema lock;
+        return the database's shape after them and the names of the steps applied."""
+
+        def apply(cur: Cursor) -> tuple[schema_steps.Shape, list[str]]:
+            cur.execute("SET LOCAL statement_timeout = 0")
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            found = _schema_state(cur)
+            if found is None or found[0] != APPLICATION:
+                raise StoreError(f"PostgreSQL {self.where} holds tables, but not duequeue's")
+            steps = schema_steps.to_contract("postgresql", found[1])
+            return _apply(cur, found[1], steps), [m.name for m in steps]
+
+        return self.transact_cursor(apply, what="contracting the schema", repeatable=True)
+
+
+# The marks of the schema, read on every open: the application, the floor, the newest step.
+_MARKS = f"""SELECT name, value FROM duequeue_meta WHERE name IN ('application', 'schema_version')
+    UNION ALL SELECT name, value FROM queue_meta WHERE name = '{schema.STEPS_KEY}'"""
+
+
+def _needs_steps(found: schema_steps.Shape) -> bool:
+    """Say whether this code must expand the database `found` (or refuse it) before running."""
+    return not found.runs() or found.version < SCHEMA_VERSION
 
 
 class PgRun:
@@ -363,11 +396,23 @@ class PgRun:
         return self._cur.rowcount
 
 
-def health(run: Run, where: str, expected_version: int) -> list[HealthCheck]:
-    """Check the schema version, the server, and the index that holds the core rule."""
+def _shape(run: Run) -> schema_steps.Shape:
+    """Return the shape of an open duequeue schema (schema_steps.py)."""
     found = run("SELECT value FROM duequeue_meta WHERE name = 'schema_version'", {})
-    version = int(found[0][0]) if found else 0
-    checks = [ops_sql.schema_check(where, version, expected_version)]
+    steps = run(f"SELECT value FROM queue_meta WHERE name = '{schema.STEPS_KEY}'", {})
+    return schema_steps.shape(int(found[0][0]) if found else 0, steps[0][0] if steps else None)
+
+
+def health(run: Run, where: str) -> list[HealthCheck]:
+    """Check the schema version, the server, and the index that holds the core rule."""
+    shape = _shape(run)
+    pending = schema_steps.to_contract("postgresql", shape) if shape.runs() else []
+    older: list[str] = []
+    if pending:
+        now = int(run("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint", {})[0][0])
+        needed = pending[-1].version
+        older = [h.host for h in _hosts(run, now) if h.schema is None or h.schema < needed]
+    checks = [schema_steps.check(where, shape, pending, older)]
     server = run("SHOW server_version", {})[0]
     checks.append(
         HealthCheck("database server", True, f"PostgreSQL {server[0] if server else '?'}")
@@ -419,46 +464,70 @@ def _search_check(run: Run) -> HealthCheck:
     )
 
 
-def _upgrade(cur: Cursor, version: int) -> None:
-    """Bring an older schema to SCHEMA_VERSION with the numbered migrations, in one transaction
-    (the caller's)."""
-    for step in schema.migrations("postgresql", version):
+def _apply(
+    cur: Cursor, found: schema_steps.Shape, steps: list[schema.Migration], *, expand: bool = False
+) -> schema_steps.Shape:
+    """Run migration `steps` on the schema `found`, in one transaction (the caller's); record
+    and return its shape after them (`expand`: to_expand's steps, see schema_steps.after)."""
+    done = schema_steps.after(found, steps, expanded=expand)
+    if done == found:
+        return found
+    for step in steps:
         cur.execute(step.sql.encode())
     cur.execute(
-        "UPDATE duequeue_meta SET value = %s WHERE name = 'schema_version'", (str(SCHEMA_VERSION),)
+        "UPDATE duequeue_meta SET value = %s WHERE name = 'schema_version'", (str(done.floor),)
     )
+    row = done.steps_row()
+    if row is None:
+        cur.execute("DELETE FROM queue_meta WHERE name = %s", (schema.STEPS_KEY,))
+    else:
+        cur.execute(
+            "INSERT INTO queue_meta (name, value) VALUES (%s, %s) "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (schema.STEPS_KEY, row),
+        )
+    return done
 
 
-def _schema_state(cur: Cursor) -> tuple[str, int] | None:
-    """Return (application, version) of the current schema; None when it is empty.
+def _schema_state(cur: Cursor) -> tuple[str, schema_steps.Shape] | None:
+    """Return (application, shape) of the current schema; None when it is empty.
 
-    A schema with tables but no duequeue marker reads as ('', 0): foreign.
+    A schema with tables but no duequeue marker reads as ('', floor 0): foreign.
     """
     cur.execute("SELECT current_schema()")
     row = cur.fetchone()
     if row is None or row[0] is None:
         raise StoreError("PostgreSQL: no schema on the search_path to create tables in")
     cur.execute(
-        """SELECT count(*), count(*) FILTER (WHERE tablename = 'duequeue_meta')
+        """SELECT count(*), count(*) FILTER (WHERE tablename = 'duequeue_meta'),
+                  count(*) FILTER (WHERE tablename = 'queue_meta')
            FROM pg_tables WHERE schemaname = current_schema()"""
     )
-    tables, marked = cur.fetchone() or (0, 0)
+    tables, marked, has_queue_meta = cur.fetchone() or (0, 0, 0)
     if not tables:
         return None
     if not marked:
-        return "", 0
+        return "", schema_steps.shape(0)
     cur.execute("SELECT name, value FROM duequeue_meta")
     meta: dict[str, str] = dict(cur.fetchall())
+    steps = None
+    if has_queue_meta:
+        cur.execute("SELECT value FROM queue_meta WHERE name = %s", (schema.STEPS_KEY,))
+        found = cur.fetchone()
+        steps = found[0] if found else None
     try:
-        return str(meta.get("application", "")), int(meta.get("schema_version", 0))
+        return str(meta.get("application", "")), schema_steps.shape(
+            int(meta.get("schema_version", 0)), steps
+        )
     except ValueError:
-        return "", 0
+        return "", schema_steps.shape(0)
 
 
 # One row per host in duequeue_meta (store/hosts.py), written in one round trip.
 _NOTE_TICK = """BEGIN; SET LOCAL synchronous_commit = off;
-    INSERT INTO duequeue_meta (name, value) SELECT {tz_name}, {release}
-        WHERE {release}::text IS NOT NULL
+    INSERT INTO duequeue_meta (name, value)
+    SELECT n, v FROM (VALUES ({tz_name}, {release}::text), ({schema_name}, {schema})) AS r (n, v)
+        WHERE v IS NOT NULL
     ON CONFLICT (name) DO UPDATE SET value = excluded.value
         WHERE duequeue_meta.value IS DISTINCT FROM excluded.value;
     WITH t AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
@@ -467,6 +536,17 @@ _NOTE_TICK = """BEGIN; SET LOCAL synchronous_commit = off;
     ON CONFLICT (name) DO UPDATE SET value = excluded.value
     RETURNING split_part(value, ' ', 1)::bigint;
     COMMIT"""
+
+
+def _hosts(run: Run, now: int) -> tuple[HostTick, ...]:
+    """Return the hosts that ticked in the last day, the latest first (store/hosts.py)."""
+    rows = run(
+        """SELECT name, value FROM duequeue_meta
+           WHERE left(name, 5) = 'host:' OR left(name, 8) = 'host_tz:'
+              OR left(name, 12) = 'host_schema:'""",
+        {},
+    )
+    return hosts_of(rows, now)
 
 
 def _server_ms(cur: Cursor) -> int:

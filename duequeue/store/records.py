@@ -16,6 +16,7 @@ from typing import Literal
 from duequeue.store.tick_records import (
     FRESH,
     NO_LEDGER,
+    SENT_DONE,
     BrowseState,
     Channel,
     Claim,
@@ -38,6 +39,7 @@ from duequeue.store.tick_records import (
 __all__ = [
     "FRESH",
     "NO_LEDGER",
+    "SENT_DONE",
     "BrowseState",
     "Change",
     "Channel",
@@ -215,6 +217,9 @@ class HostTick:
     at: int
     offset_ms: int  # the host's clock minus the server's: positive when the host runs ahead
     release: str | None = None  # the tz release its last tick read (None: not recorded)
+    # The schema version of the duequeue its last tick ran (None: a version from before
+    # expand/contract steps, which did not record it; docs/upgrading.md).
+    schema: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,19 +17,22 @@ import apsw
 
 from duequeue.errors import StoreError
 from duequeue.shared.lazy import LazyModule
-from duequeue.store import access, ops_sql, schema
+from duequeue.store import access, schema
 from duequeue.store.sql import SQLITE, Row, Run
 from duequeue.store.sqlite_errors import one_line, store_error
 from duequeue.store.store import Store
 
 if TYPE_CHECKING:
-    from duequeue.store import records
+    from duequeue.store import records, schema_steps, sqlite_steps
     from duequeue.store.records import HealthCheck, HostTick
 else:
-    # On first use: cron's tick with nothing due never builds these (tick_records.py).
+    # On first use: cron's tick with nothing due never builds these (tick_records.py), nor
+    # opens a database whose floor is not this version (the rules of a rolling upgrade).
     records = LazyModule("duequeue.store.records")
+    schema_steps = LazyModule("duequeue.store.schema_steps")
+    sqlite_steps = LazyModule("duequeue.store.sqlite_steps")
 
-SCHEMA_VERSION = schema.VERSION
+SCHEMA_VERSION = schema.VERSION  # the newest step this code knows (schema.py)
 APPLICATION_ID = 0x64717565  # 'dque', also set by schema.sql
 BUSY_TIMEOUT_MS = 5000
 
@@ -107,7 +110,7 @@ class SQLiteBackend:
             raise store_error(self.path, self.busy_timeout_ms, exc) from exc
 
     def health(self, run: Run) -> list[HealthCheck]:
-        return health(self.conn, str(self.path), SCHEMA_VERSION)
+        return health(self.conn, str(self.path))
 
     # One host, one file: the host's clock judges what is due, there are no other hosts to
     # note, and every call is bounded by the busy timeout, so there is nothing to interrupt.
@@ -158,44 +161,69 @@ class SQLiteBackend:
     def _ensure_schema(self) -> None:
         # Only reads until the file is known to be ours: a foreign database is left untouched,
         # not even switched to WAL.
-        app_id, version = self._header()
-        if version == SCHEMA_VERSION and app_id == APPLICATION_ID:
+        app_id, floor = self._header()
+        if floor == schema.VERSION and app_id == APPLICATION_ID:
+            # The usual open: a floor at this code's version means nothing newer to expand.
             if self.read_only is None:  # a file duequeue wrote is in WAL mode already
                 _use_wal(self.conn, self.path)
             return
-        if self.read_only is not None and app_id == APPLICATION_ID and version < SCHEMA_VERSION:
-            raise StoreError(
-                f"cannot open database {self.path}: it needs an upgrade and {self.read_only}"
-            )
-        if version == 0 and app_id == 0:
+        if floor == 0 and app_id == 0:
             tables = _fetch(self.conn, "SELECT count(*) FROM sqlite_schema")[0][0]
             if tables:
                 raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
             _use_wal(self.conn, self.path)
             with self._transaction("BEGIN IMMEDIATE"):
-                app_id, version = self._header()  # another process may have won the race
-                if version == 0 and app_id == 0:
+                app_id, floor = self._header()  # another process may have won the race
+                if floor == 0 and app_id == 0:
                     self.conn.execute(schema_sql())
                     return
-        if app_id == APPLICATION_ID and 0 < version < SCHEMA_VERSION:
-            _use_wal(self.conn, self.path)
-            # A migration may rebuild a table (0009): with foreign keys on, dropping the old one
-            # would cascade to every row that refers to it. The pragma is a no-op inside a
-            # transaction, hence around it; _upgrade checks the keys before the commit.
-            self.conn.execute("PRAGMA foreign_keys = OFF")
-            try:
-                with self._transaction("BEGIN IMMEDIATE"):
-                    # Read again under the write lock: another process may have upgraded it.
-                    _upgrade(self.conn.cursor(), self._header()[1])
-            finally:
-                self.conn.execute("PRAGMA foreign_keys = ON")
-            return
         if app_id != APPLICATION_ID:
             raise StoreError(f"{self.path} is an SQLite database, but not duequeue's")
-        if version > SCHEMA_VERSION:
+        found = sqlite_steps.shape(self.conn.cursor(), floor)
+        if not found.runs():
+            raise StoreError(schema_steps.refusal(str(self.path), found))
+        if found.version >= schema.VERSION:
+            # A newer version expanded it (and left the floor for this one): run as it is.
+            if self.read_only is None:
+                _use_wal(self.conn, self.path)
+            return
+        if self.read_only is not None:
             raise StoreError(
-                f"{self.path} has schema version {version}; this duequeue knows {SCHEMA_VERSION}"
+                f"cannot open database {self.path}: it needs an upgrade and {self.read_only}"
             )
+        _use_wal(self.conn, self.path)
+        # A migration may rebuild a table (0009): with foreign keys on, dropping the old one
+        # would cascade to every row that refers to it. The pragma is a no-op inside a
+        # transaction, hence around it; sqlite_steps.apply checks the keys before the commit.
+        self.conn.execute("PRAGMA foreign_keys = OFF")
+        try:
+            with self._transaction("BEGIN IMMEDIATE"):
+                # Read again under the write lock: another process may have upgraded it.
+                cur = self.conn.cursor()
+                found = sqlite_steps.shape(cur, self._header()[1])
+                sqlite_steps.apply(cur, found, schema_steps.to_expand("sqlite", found), expand=True)
+        finally:
+            self.conn.execute("PRAGMA foreign_keys = ON")
+
+    def shape(self, run: Run) -> schema_steps.Shape:
+        return sqlite_steps.shape(self.conn.cursor(), self._header()[1])
+
+    def contract(self) -> tuple[schema_steps.Shape, list[str]]:
+        """Apply the pending contract steps (`migrate --contract`); return the database's
+        shape after them and the names of the steps applied."""
+        if self.read_only is not None:
+            raise StoreError(f"cannot open database {self.path}: {self.read_only}")
+        self.conn.execute("PRAGMA foreign_keys = OFF")
+        try:
+            with self._transaction("BEGIN IMMEDIATE"):
+                cur = self.conn.cursor()
+                found = sqlite_steps.shape(cur, self._header()[1])
+                steps = schema_steps.to_contract("sqlite", found)
+                return sqlite_steps.apply(cur, found, steps), [m.name for m in steps]
+        except apsw.Error as exc:
+            raise store_error(self.path, self.busy_timeout_ms, exc) from exc
+        finally:
+            self.conn.execute("PRAGMA foreign_keys = ON")
 
     def _header(self) -> tuple[int, int]:
         app_id = _fetch(self.conn, "PRAGMA application_id")[0][0]
@@ -223,11 +251,12 @@ class SQLiteRun:
         return int(self._cur.connection.changes())
 
 
-def health(conn: apsw.Connection, path: str, expected_version: int) -> list[HealthCheck]:
+def health(conn: apsw.Connection, path: str) -> list[HealthCheck]:
     """Check schema version, integrity and journal mode."""
     cur = conn.cursor()
-    version = int(_fetch(cur, "PRAGMA user_version")[0][0])
-    checks = [ops_sql.schema_check(path, version, expected_version)]
+    found = sqlite_steps.shape(cur, int(_fetch(cur, "PRAGMA user_version")[0][0]))
+    pending = schema_steps.to_contract("sqlite", found) if found.runs() else []
+    checks = [schema_steps.check(path, found, pending)]
     problems = [str(r[0]) for r in _fetch(cur, "PRAGMA integrity_check(20)")]
     ok = problems == ["ok"]
     checks.append(
@@ -251,21 +280,6 @@ def health(conn: apsw.Connection, path: str, expected_version: int) -> list[Heal
         )
     )
     return checks
-
-
-def _upgrade(cur: apsw.Cursor, version: int) -> None:
-    """Bring an older database to SCHEMA_VERSION with the numbered migrations, in one
-    transaction (the caller's)."""
-    for step in schema.migrations("sqlite", version):
-        cur.execute(step.sql)
-        # A migration may edit a table's stored CREATE text (writable_schema); a higher
-        # schema_version makes every connection read the new text. Harmless otherwise.
-        changed = int(_fetch(cur, "PRAGMA schema_version")[0][0])
-        cur.execute(f"PRAGMA schema_version = {changed + 1}")
-    broken = _fetch(cur, "PRAGMA foreign_key_check")
-    if broken:
-        raise StoreError(f"upgrading the schema broke {len(broken)} foreign keys; nothing changed")
-    cur.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _fetch(cur: apsw.Cursor | apsw.Connection, sql: str, args: Any = None) -> list[Row]:

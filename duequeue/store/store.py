@@ -14,8 +14,17 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+from duequeue.errors import ChangeRefusedError
 from duequeue.shared.lazy import LazyModule
-from duequeue.store import claim_sql, commit_sql, ops_sql, pause_sql, reads, retries, tz_sql
+from duequeue.store import (
+    claim_sql,
+    commit_sql,
+    ops_sql,
+    pause_sql,
+    reads,
+    retries,
+    tz_sql,
+)
 from duequeue.store import rows as shared
 from duequeue.store.backend import Backend, Listener
 from duequeue.store.sql import Run
@@ -31,7 +40,7 @@ from duequeue.store.tick_records import (
 )
 
 if TYPE_CHECKING:
-    from duequeue.store import add_sql, change_sql, dashboard_sql
+    from duequeue.store import add_sql, change_sql, dashboard_sql, schema, schema_steps
     from duequeue.store.records import (
         Change,
         Dashboard,
@@ -54,6 +63,7 @@ else:
     add_sql = LazyModule("duequeue.store.add_sql")
     change_sql = LazyModule("duequeue.store.change_sql")
     dashboard_sql = LazyModule("duequeue.store.dashboard_sql")
+    schema_steps = LazyModule("duequeue.store.schema_steps")
 
 T = TypeVar("T")
 
@@ -140,6 +150,44 @@ class Store:
         return self._read(
             lambda run: (self.backend.hosts(run, now), tz_sql.tick_release(run, d)), "hosts"
         )
+
+    def contract(self, now: int) -> tuple[schema_steps.Shape, schema_steps.Shape, tuple[str, ...]]:
+        """Apply the schema's pending contract steps (`migrate --contract`), after which
+        versions older than them refuse the database; return the schema's shape before and
+        after, and the names of the steps applied (none: nothing was pending).
+
+        Refused with ChangeRefusedError, nothing written, while a host that ticked in the last
+        day (by the backend's clock, `now`) ran a duequeue older than the steps: the error
+        names them.
+        """
+
+        def read(
+            run: Run,
+        ) -> tuple[schema_steps.Shape, list[schema.Migration], tuple[HostTick, ...]]:
+            found = self.backend.shape(run)
+            return (
+                found,
+                schema_steps.to_contract(self.dialect.name, found),
+                self.backend.hosts(run, now),
+            )
+
+        found, pending, hosts = self._read(read, "the schema")
+        if not pending:
+            return found, found, ()
+        needed = pending[-1].version
+        older = [h for h in hosts if h.schema is None or h.schema < needed]
+        if older:
+            named = ", ".join(
+                f"{h.host} (schema {h.schema if h.schema is not None else '11 or older'})"
+                for h in older
+            )
+            raise ChangeRefusedError(
+                f"not contracting: {len(older)} host(s) ticked in the last day with a duequeue "
+                f"older than schema {needed}, which would then refuse to run: {named}; upgrade "
+                "them first (a retired host counts until its last tick is a day old)"
+            )
+        done, names = self.backend.contract()
+        return found, done, tuple(names)
 
     def server_ms(self) -> int | None:
         """Return the clock that judges what is due on a shared database (its server's, in unix

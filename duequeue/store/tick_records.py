@@ -141,6 +141,12 @@ class RowState:
     release: str | None = None
 
 
+# A one-shot whose fire reached every target: done. The common write-back, thousands a tick;
+# one shared instance (records are never changed), which the store writes with a statement of
+# its own (resolve_done in store/statements/commit.sql).
+SENT_DONE = RowState(None, None, 0, None, "done", fired=True)
+
+
 @dataclass(slots=True)
 class Waiting:
     """A target that retries a fire on its own (target_retries) from `next_try_at`."""

@@ -28,6 +28,7 @@ from duequeue.store.copy_rows import (
     columns,
 )
 from duequeue.store.copy_sqlite import SQLiteReader, SQLiteWriter
+from duequeue.store.schema import STEPS_KEY
 
 if TYPE_CHECKING:
     from duequeue.store import copy as copy_pg
@@ -80,7 +81,9 @@ def _fill(reader: Reader, load: Load) -> dict[str, int]:
         names = columns(table)
         counts[table] = load.insert(table, names, reader.rows(table, names))
         load.move_ids(table)
-    load.insert(META, META_COLUMNS, reader.rows(META, META_COLUMNS))
+    # Not the schema's own row: the target's schema is this version's, made when it was opened.
+    meta = (row for row in reader.rows(META, META_COLUMNS) if row[0] != STEPS_KEY)
+    load.insert(META, META_COLUMNS, meta)
     load.insert(SEARCH, SEARCH_COLUMNS, reader.rows(SEARCH, SEARCH_COLUMNS))
     return counts
 

@@ -30,11 +30,14 @@ from duequeue.engine.summary import TickSummary
 from duequeue.engine.tick import HelperOptions, TickOptions, catch_up, tick
 from duequeue.errors import StoreError
 from duequeue.store.records import (
+    SENT_DONE,
     Claim,
     Committed,
     DeliveryRecord,
     NewTarget,
     Resolution,
+    RowClaim,
+    RowState,
 )
 from duequeue.store.sqlite import SQLiteBackend
 from duequeue.store.sqlite import connect as open_sqlite
@@ -460,7 +463,14 @@ def test_fires_and_resolutions_cross_the_pipe_unchanged(db_path: Path) -> None:
     for fire in fires:
         assert helper_module.decode_fire(helper_module.encode_fire(fire)) == fire
         r = one_shot_sent(fire)
-        assert helper_module.decode_resolution(helper_module.encode_resolution(r)) == r
+        back = helper_module.decode_resolution(helper_module.encode_resolution(r))
+        assert back == r
+        # The very instance the store writes with its own statement (resolve_done).
+        assert back.row is SENT_DONE
+    # A row state equal to it but built elsewhere crosses as what it is.
+    general = Resolution(RowClaim(1), 1, NOW, "sent", RowState(None, None, 0, None, "done", True))
+    back = helper_module.decode_resolution(helper_module.encode_resolution(general))
+    assert back == general and back.row is not SENT_DONE
 
 
 # -- the CLI --------------------------------------------------------------------------------------

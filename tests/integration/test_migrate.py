@@ -167,3 +167,19 @@ def test_both_schemas_have_the_same_tables_and_columns(pg_url: str) -> None:
     assert set(sqlite_columns) == {*TABLES, META}
     assert {t: pg_columns[t] for t in (*TABLES, META)} == sqlite_columns
     assert set(pg_columns) == {*TABLES, META, "duequeue_meta"}
+
+
+def test_migrate_takes_either_a_destination_or_contract(tmp_path: Path) -> None:
+    cli = _cli(tmp_path / "q.db")
+    both = cli("migrate", "--contract", "--to", "postgresql://u@127.0.0.1:1/x")
+    assert both.code == 2
+    assert "give either --to URL or --contract" in both.err
+    assert cli("migrate").code == 2
+
+
+def test_migrate_contract_with_nothing_pending_changes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    open_sqlite(db).close()
+    done = _cli(db)("migrate", "--contract")
+    assert done.code == 0, done.err
+    assert done.out.startswith(f"nothing to contract: {db} is at schema version")

@@ -32,7 +32,7 @@ def test_doctor_checks_the_postgresql_database(pg_url: str) -> None:
         assert checks[name]["ok"], checks[name]
     version = schema.VERSION
     assert checks["database schema"]["detail"].endswith(
-        f"schema version {version} (this duequeue: {version})"
+        f"schema version {version}, floor {schema.FLOOR} (this duequeue: {version})"
     )
 
 

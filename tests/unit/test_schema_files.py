@@ -16,7 +16,18 @@ def test_the_migrations_lead_from_the_oldest_version_to_the_current_one(dialect:
 
 def test_both_schema_files_declare_the_current_version() -> None:
     sqlite, postgres = schema.current("sqlite"), schema.current("postgresql")
-    assert re.search(rf"PRAGMA user_version = {schema.VERSION};", sqlite)
-    assert f"('schema_version', '{schema.VERSION}')" in postgres
+    # The number older versions check is the floor; the version beyond it is a queue_meta row.
+    assert re.search(rf"PRAGMA user_version = {schema.FLOOR};", sqlite)
+    assert f"('schema_version', '{schema.FLOOR}')" in postgres
+    for text in (sqlite, postgres):
+        steps = f"('{schema.STEPS_KEY}', '{schema.VERSION}')"
+        assert (steps in text) == (schema.VERSION > schema.FLOOR)
     assert f"version {schema.VERSION} (SQLite)" in sqlite
     assert f"version {schema.VERSION} (PostgreSQL)" in postgres
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_the_floor_is_the_newest_step_that_raises_it(dialect: str) -> None:
+    steps = schema.migrations(dialect, schema.OLDEST[dialect])
+    assert max(m.version for m in steps if m.kind != "expand") == schema.FLOOR
+    assert all((m.kind == "lockstep") == (m.version <= schema.LOCKSTEP_UNTIL) for m in steps)

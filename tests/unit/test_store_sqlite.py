@@ -198,8 +198,31 @@ def test_it_refuses_a_database_from_a_newer_duequeue(db_path: Path) -> None:
     conn = apsw.Connection(str(db_path))
     conn.execute("PRAGMA user_version = 99")
     conn.close()
-    with pytest.raises(StoreError, match="schema version 99"):
+    with pytest.raises(StoreError, match="schema version 99") as refused:
         open_sqlite(db_path)
+    assert "upgrade duequeue on this host" in str(refused.value)
+
+
+def test_it_runs_on_a_database_a_newer_duequeue_only_expanded(db_path: Path) -> None:
+    # A newer version's expand steps leave the floor (user_version) and record how far they
+    # went in queue_meta: this version runs on it as it is, and doctor says so.
+    open_sqlite(db_path).close()
+    conn = apsw.Connection(str(db_path))
+    newer = schema.VERSION + 2
+    conn.execute("INSERT INTO queue_meta (name, value) VALUES ('schema_steps', ?)", (str(newer),))
+    conn.close()
+    store = open_sqlite(db_path)
+    try:
+        check = store.health()[0]
+        assert check.ok, check
+        assert f"schema version {newer}, floor {schema.FLOOR}" in check.detail
+    finally:
+        store.close()
+    conn = apsw.Connection(str(db_path))
+    assert conn.execute("PRAGMA user_version").fetchall() == [(schema.FLOOR,)]
+    assert conn.execute("SELECT value FROM queue_meta WHERE name = 'schema_steps'").fetchall() == [
+        (str(newer),)
+    ]
 
 
 def test_the_due_query_walks_the_partial_index(db_path: Path) -> None:

@@ -59,6 +59,26 @@ UPDATE reminders SET
     lease_owner = NULL, lease_until = NULL, updated_at = :now
 WHERE id IN :selected
 
+-- name: resolve_done
+-- resolve_row for records.SENT_DONE (a one-shot that reached every target: done), the common
+-- write-back: the same row (tests/store_contract.py holds the two equal), 4 parameters bound
+-- instead of 14, no CASE to evaluate.
+UPDATE reminders SET
+    fire_at = NULL, next_fire_at = NULL, error_count = 0, last_error = NULL,
+    last_fired_at = :fire, done_at = :now, dead_at = NULL,
+    lease_owner = NULL, lease_until = NULL, updated_at = :now
+WHERE id = :id AND lease_owner = :owner
+RETURNING id
+
+-- name: resolve_done [mysql]
+SELECT id FROM reminders WHERE id = :id AND lease_owner = :owner FOR UPDATE
+;
+UPDATE reminders SET
+    fire_at = NULL, next_fire_at = NULL, error_count = 0, last_error = NULL,
+    last_fired_at = :fire, done_at = :now, dead_at = NULL,
+    lease_owner = NULL, lease_until = NULL, updated_at = :now
+WHERE id IN :selected
+
 -- name: take_retry
 -- A target claim's retry row is taken back whatever comes next.
 DELETE FROM target_retries
