@@ -248,7 +248,7 @@ def test_a_source_of_a_newer_duequeue_is_refused_before_anything_is_written(
     for target in (str(tmp_path / "new.db"), pg_url):
         run = _cli(source)("migrate", "--to", target)
         assert run.code == 1
-        assert "has schema version 999; this duequeue knows" in run.err
+        assert "has schema version 999" in run.err and len(run.err.splitlines()) == 1
     assert _databases(tmp_path) == ["source.db"]
     with pg.admin_connect(pg_url) as conn:
         assert conn.execute(
