@@ -21,6 +21,7 @@ from duequeue.store.copy_rows import (
     Load,
     Row,
     quoted,
+    refuse_other_version,
     refuse_rows,
     select,
 )
@@ -42,6 +43,11 @@ class PostgresReader:
         # Refuses a newer schema; brings an older one up to date.
         self.backend = PostgresBackend(url)
         self.where = f"PostgreSQL {self.backend.where}"
+        try:
+            refuse_other_version(self.where, self.backend)
+        except BaseException:
+            self.backend.close()
+            raise
         self.conn = self.backend.conn
         try:
             self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -74,6 +80,11 @@ class PostgresWriter:
     def __init__(self, url: str) -> None:
         self.backend = PostgresBackend(url)  # creates the tables of an empty database
         self.where = f"PostgreSQL {self.backend.where}"
+        try:
+            refuse_other_version(self.where, self.backend)
+        except BaseException:
+            self.backend.close()
+            raise
 
     def transact(self, work: Callable[[Load], T]) -> T:
         return self.backend.transact_cursor(

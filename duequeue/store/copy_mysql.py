@@ -15,7 +15,16 @@ import pymysql
 import pymysql.cursors
 
 from duequeue.errors import StoreError
-from duequeue.store.copy_rows import BATCH, TABLES, Load, Row, quoted, refuse_rows, select
+from duequeue.store.copy_rows import (
+    BATCH,
+    TABLES,
+    Load,
+    Row,
+    quoted,
+    refuse_other_version,
+    refuse_rows,
+    select,
+)
 from duequeue.store.mysql import Cursor, MySQLBackend, _line
 
 T = TypeVar("T")
@@ -28,6 +37,11 @@ class MySQLReader:
         # Refuses a newer schema; brings an older one up to date.
         self.backend = MySQLBackend(url)
         self.where = f"MySQL {self.backend.where}"
+        try:
+            refuse_other_version(self.where, self.backend)
+        except BaseException:
+            self.backend.close()
+            raise
         self.conn = self.backend.conn
         try:
             with self.conn.cursor() as cur:
@@ -62,6 +76,11 @@ class MySQLWriter:
     def __init__(self, url: str) -> None:
         self.backend = MySQLBackend(url)  # creates the tables of an empty database
         self.where = f"MySQL {self.backend.where}"
+        try:
+            refuse_other_version(self.where, self.backend)
+        except BaseException:
+            self.backend.close()
+            raise
 
     def transact(self, work: Callable[[Load], T]) -> T:
         return self.backend.transact_cursor(

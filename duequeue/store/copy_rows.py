@@ -8,12 +8,16 @@ The columns are the SQLite schema's, which the schema parity tests hold the othe
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import apsw
 
 from duequeue.errors import StoreError
+from duequeue.store import schema
 from duequeue.store.sqlite import schema_sql
+
+if TYPE_CHECKING:
+    from duequeue.store.backend import Backend
 
 T = TypeVar("T")
 
@@ -110,6 +114,17 @@ class Writer(Protocol):
         ...
 
     def close(self, ok: bool) -> None: ...
+
+
+def refuse_other_version(where: str, backend: "Backend") -> None:
+    """Refuse a database at another schema version than this duequeue's (one a newer duequeue
+    expanded, its floor still this one's, opens fine): the columns copied are this version's."""
+    found = backend.transact(backend.shape, what="reading the schema version", write=False)
+    if found.version != schema.VERSION:
+        raise StoreError(
+            f"{where} has schema version {found.version}; this duequeue's migrate copies "
+            f"schema {schema.VERSION} only: run the migrate of the duequeue that made it"
+        )
 
 
 def refuse_rows(where: str, table: str, count: object) -> None:

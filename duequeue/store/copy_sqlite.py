@@ -14,7 +14,16 @@ from typing import TypeVar
 import apsw
 
 from duequeue.errors import StoreError
-from duequeue.store.copy_rows import SEARCH, TABLES, Load, Row, quoted, refuse_rows, select
+from duequeue.store.copy_rows import (
+    SEARCH,
+    TABLES,
+    Load,
+    Row,
+    quoted,
+    refuse_other_version,
+    refuse_rows,
+    select,
+)
 from duequeue.store.sqlite import SQLiteBackend
 
 T = TypeVar("T")
@@ -26,9 +35,13 @@ class SQLiteReader:
     def __init__(self, path: str) -> None:
         if not Path(path).is_file():
             raise StoreError(f"no SQLite database at {path} to migrate from")
-        # Refuses a foreign or newer file; brings an older one up to date.
-        SQLiteBackend(path, create=False).close()
         self.where = f"SQLite {path}"
+        # Refuses a foreign file; brings an older one up to date.
+        backend = SQLiteBackend(path, create=False)
+        try:
+            refuse_other_version(self.where, backend)
+        finally:
+            backend.close()
         try:
             self.conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
             self.conn.execute("BEGIN")
@@ -60,6 +73,11 @@ class SQLiteWriter:
         self.fresh: Path | None = None
         if self.path.exists():
             self.backend = SQLiteBackend(self.path, create=False)
+            try:
+                refuse_other_version(self.where, self.backend)
+            except BaseException:
+                self.backend.close()
+                raise
         else:
             self.fresh = self.path.with_name(f".{self.path.name}.migrating-{os.getpid()}")
             self._remove_fresh()

@@ -11,6 +11,7 @@ import apsw
 import pytest
 
 from duequeue.store.copy_rows import META, SEARCH, TABLES, columns
+from duequeue.store.schema import STEPS_KEY, VERSION
 from duequeue.store.sqlite import connect as open_sqlite
 from tests import my, pg
 from tests.clirunner import SECRET, Cli, counts
@@ -254,3 +255,23 @@ def test_a_source_of_a_newer_duequeue_is_refused_before_anything_is_written(
         assert conn.execute(
             "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
         ).fetchone() == (0,)
+
+
+def test_a_source_a_newer_duequeue_expanded_is_refused_too(tmp_path: Path, mysql_url: str) -> None:
+    """Its floor is this version's, so it opens (a rolling upgrade), but its newer columns would
+    not be copied: migrate refuses it, the target untouched."""
+    source = tmp_path / "source.db"
+    _cli(source).add("--at", "+1h", "--webhook", "https://hooks.example.com/a")
+    conn = apsw.Connection(str(source))
+    conn.execute(f"INSERT INTO queue_meta VALUES ('{STEPS_KEY}', '{VERSION + 1}')")
+    conn.close()
+    assert _cli(source).inspect("--all") != []  # a rolling upgrade: this version still runs
+    for target in (str(tmp_path / "new.db"), mysql_url):
+        run = _cli(source)("migrate", "--to", target)
+        assert run.code == 1
+        assert run.err == (
+            f"duequeue: error: SQLite {source} has schema version {VERSION + 1}; this duequeue's "
+            f"migrate copies schema {VERSION} only: run the migrate of the duequeue that made it\n"
+        )
+    assert _databases(tmp_path) == ["source.db"]
+    assert my.query(mysql_url, "SHOW TABLES") == []
