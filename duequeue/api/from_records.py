@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from duequeue.engine import recompute
     from duequeue.operations.inspect import Ledger
     from duequeue.schedule import zones
-    from duequeue.store.copy import Copied
+    from duequeue.store.copy_rows import Copied
 else:
     # Loaded on first use: the channels only to show a target (stats shows none).
     registry = LazyModule("duequeue.channels.registry")

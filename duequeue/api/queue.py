@@ -585,10 +585,11 @@ class Queue:
         )
 
     def migrate(self, to: str) -> Migrated:
-        """Copy this queue's SQLite database into the empty PostgreSQL or MySQL database `to`,
-        ids and all, in one transaction (`duequeue migrate`)."""
+        """Copy this queue's database into the empty database `to` (any of SQLite, PostgreSQL
+        and MySQL; a missing SQLite file is created), ids and all, in one transaction
+        (`duequeue migrate`)."""
         copied = migrate.copy(self.settings.db, to)
-        return from_records.migrated(self.settings.db, safe_url(to), copied)
+        return from_records.migrated(safe_url(self.settings.db), safe_url(to), copied)
 
     def contract(self) -> Contracted:
         """Apply the schema's pending contract steps (`duequeue migrate --contract`): the last

@@ -414,8 +414,8 @@ class Contracted:
 class Migrated:
     """What `migrate` copied, by table."""
 
-    source: str  # the SQLite file
-    destination: str  # the PostgreSQL URL, its password masked
+    source: str  # the database copied from: a file, or a URL with its password masked
+    destination: str  # the database copied into, as the source
     reminders: int
     targets: int
     deliveries: int

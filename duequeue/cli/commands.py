@@ -386,8 +386,8 @@ def migrate(
         typer.Option(
             "--to",
             metavar="URL",
-            help="The empty PostgreSQL or MySQL database to copy into, e.g. "
-            "postgresql://user@host/db or mysql://user@host/db.",
+            help="The empty database to copy into: postgresql://user@host/db, "
+            "mysql://user@host/db, or an SQLite file (created when missing).",
             show_default=False,
         ),
     ] = None,
@@ -402,8 +402,9 @@ def migrate(
         ),
     ] = False,
 ) -> None:
-    """Copy the SQLite database (--db) into an empty PostgreSQL or MySQL database, ids and
-    all; or, with --contract, finish a rolling upgrade of --db."""
+    """Copy the database (--db) into an empty one, any of SQLite, PostgreSQL and MySQL each
+    way, ids and all, in one transaction (stop cron first: leases are not copied); or, with
+    --contract, finish a rolling upgrade of --db."""
     if contract == (to is not None):
         raise BadInputError("give either --to URL or --contract", field=("to", "contract"))
     if contract:

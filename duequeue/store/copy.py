@@ -1,120 +1,130 @@
-"""Copy an SQLite database into an empty PostgreSQL one, ids and all (`duequeue migrate`).
+"""`migrate`'s reader and writer of a PostgreSQL database (store/transfer.py does the copy).
 
-The rows are read in one SQLite read transaction and written with COPY in one PostgreSQL
-transaction: the target ends up with everything or nothing. Leases are not copied: a lease names
-a tick on the old database, and cron should be stopped while migrating anyway.
+The reader streams each table through a server-side (named) cursor in one REPEATABLE READ, READ
+ONLY transaction: one snapshot, bounded memory. The writer loads the target in one transaction
+with COPY, the fastest way in, after locking the tables so that nobody adds or ticks between its
+emptiness check and its commit; each id sequence is then moved past the ids copied.
 """
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
-import apsw
+import psycopg
 
 from duequeue.errors import StoreError
-from duequeue.store import schema
-from duequeue.store.postgres import Cursor, PostgresBackend
-from duequeue.store.sqlite import SQLiteBackend
-
-# Parents before children, so the foreign keys hold row by row.
-TABLES = (
-    "reminders",
-    "targets",
-    "deliveries",
-    "dead_letters",
-    "target_retries",
-    "reminder_changes",
-    "tick_marks",
-    "fire_moves",
+from duequeue.store.copy_rows import (
+    BATCH,
+    META,
+    SEARCH,
+    TABLES,
+    Load,
+    Row,
+    quoted,
+    refuse_other_version,
+    refuse_rows,
+    select,
 )
-# Copied as they are, without ids: the queue's tz release and its zones' digests.
-META = "queue_meta"
-STEPS_KEY = schema.STEPS_KEY
-_NOT_COPIED = {"lease_owner", "lease_until"}
+from duequeue.store.postgres import Cursor, PostgresBackend
+
+T = TypeVar("T")
+# No statement of a copy is bounded by the store's timeouts (30 s at most a statement by
+# default): a table of 10^6 rows takes longer, and the source idles while the target writes.
+_UNBOUNDED = (
+    "SET LOCAL statement_timeout = 0",
+    "SET LOCAL idle_in_transaction_session_timeout = 0",
+)
 
 
-@dataclass(frozen=True, slots=True)
-class Copied:
-    """How many rows of each table went over."""
+class PostgresReader:
+    """A PostgreSQL database, read in one snapshot while open."""
 
-    reminders: int
-    targets: int
-    deliveries: int
-    dead_letters: int
-    target_retries: int
-    reminder_changes: int = 0  # what reschedule and edit did (history)
-    tick_marks: int = 0  # the last successful tick's time (one row at most)
-    fire_moves: int = 0
-
-
-def sqlite_to_postgres(source: str, target: str) -> Copied:
-    """Copy every row of the SQLite database at `source` into the empty PostgreSQL `target`."""
-    if not Path(source).is_file():
-        raise StoreError(f"no SQLite database at {source} to migrate from")
-    SQLiteBackend(source, create=False).close()  # refuses a missing, foreign or newer file;
-    # brings an older one up to date
-    backend = PostgresBackend(target)
-    try:
-        conn = apsw.Connection(source, flags=apsw.SQLITE_OPEN_READONLY)
+    def __init__(self, url: str) -> None:
+        # Refuses a newer schema; brings an older one up to date.
+        self.backend = PostgresBackend(url)
+        self.where = f"PostgreSQL {self.backend.where}"
         try:
-            conn.execute("BEGIN")  # one snapshot of the whole file
-            counts = backend.transact_cursor(
-                lambda cur: _copy(conn, cur, backend.where),
-                what="migrate",
-                repeatable=False,  # a lost connection rolls it all back; run migrate again
-            )
-        finally:
-            conn.close()
-    except apsw.Error as exc:
-        raise StoreError(f"reading {source}: {exc}") from exc
-    finally:
-        backend.close()
-    return Copied(**counts)
+            refuse_other_version(self.where, self.backend)
+        except BaseException:
+            self.backend.close()
+            raise
+        self.conn = self.backend.conn
+        try:
+            self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            for sql in _UNBOUNDED:
+                self.conn.execute(sql)
+        except psycopg.Error as exc:
+            self.backend.close()
+            raise StoreError(f"reading {self.where}: {self.backend._line(exc)}") from exc
+        self._cursors = 0
+
+    def rows(self, table: str, names: Sequence[str]) -> Iterator[Row]:
+        self._cursors += 1
+        try:
+            with self.conn.cursor(name=f"duequeue_migrate_{self._cursors}") as cur:
+                cur.itersize = BATCH
+                cur.execute(select(table, names).encode())
+                yield from cur
+        except psycopg.Error as exc:
+            raise StoreError(f"reading {self.where}: {self.backend._line(exc)}") from exc
+
+    def close(self) -> None:
+        with contextlib.suppress(psycopg.Error):  # a broken link ends its transaction anyway
+            self.conn.execute("ROLLBACK")
+        self.backend.close()
 
 
-def _copy(conn: apsw.Connection, cur: Cursor, where: str) -> dict[str, int]:
-    # Nobody may add or tick in between the emptiness check and the copy.
-    cur.execute(f"LOCK TABLE {', '.join(TABLES)}, {META} IN EXCLUSIVE MODE")
-    for table in TABLES:
-        cur.execute(f"SELECT count(*) FROM {table}")
-        row = cur.fetchone()
-        if row and row[0]:
-            raise StoreError(
-                f"PostgreSQL {where} already holds {row[0]} {table.replace('_', ' ')}: "
-                "migrate copies into an empty database only"
-            )
-    counts = {}
-    for table in TABLES:
-        columns = [
-            str(r[1])
-            for r in conn.execute(f"PRAGMA table_info({table})")
-            if str(r[1]) not in _NOT_COPIED
-        ]
-        names = ", ".join(columns)
+class PostgresWriter:
+    """A PostgreSQL database to copy into; it must hold no duequeue rows."""
+
+    def __init__(self, url: str) -> None:
+        self.backend = PostgresBackend(url)  # creates the tables of an empty database
+        self.where = f"PostgreSQL {self.backend.where}"
+        try:
+            refuse_other_version(self.where, self.backend)
+        except BaseException:
+            self.backend.close()
+            raise
+
+    def transact(self, work: Callable[[Load], T]) -> T:
+        return self.backend.transact_cursor(
+            lambda cur: work(_PostgresLoad(cur, self.where)),
+            what="migrate",
+            repeatable=False,  # a lost connection rolls it all back; run migrate again
+        )
+
+    def close(self, ok: bool) -> None:
+        self.backend.close()
+
+
+class _PostgresLoad:
+    def __init__(self, cur: Cursor, where: str) -> None:
+        self.cur = cur
+        self.where = where
+
+    def refuse_unless_empty(self) -> None:
+        for sql in _UNBOUNDED:
+            self.cur.execute(sql.encode())
+        # Nobody may add or tick in between the emptiness check and the copy.
+        self.cur.execute(
+            f"LOCK TABLE {', '.join(TABLES)}, {META}, {SEARCH} IN EXCLUSIVE MODE".encode()
+        )
+        for table in TABLES:
+            self.cur.execute(f"SELECT count(*) FROM {table}".encode())
+            row = self.cur.fetchone()
+            refuse_rows(self.where, table, row[0] if row else 0)
+
+    def insert(self, table: str, names: Sequence[str], rows: Iterable[Row]) -> int:
         n = 0
-        with cur.copy(f"COPY {table} ({names}) FROM STDIN".encode()) as copy:
-            for values in _rows(conn, f"SELECT {names} FROM {table} ORDER BY id"):
+        with self.cur.copy(f"COPY {table} ({quoted(names)}) FROM STDIN".encode()) as copy:
+            for values in rows:
                 copy.write_row(values)
                 n += 1
-        counts[table] = n
+        return n
+
+    def move_ids(self, table: str) -> None:
         # Rows came with their ids: move the id sequence past them, or the next add collides.
-        cur.execute(
+        self.cur.execute(
             f"""SELECT setval(pg_get_serial_sequence('{table}', 'id'),
                               (SELECT coalesce(max(id), 0) + 1 FROM {table}), false)""".encode()
         )
-    # Not the schema's own row: the new database's schema is this version's (schema.py).
-    with cur.copy(f"COPY {META} (name, value) FROM STDIN".encode()) as copy:
-        for values in _rows(
-            conn, f"SELECT name, value FROM {META} WHERE name <> '{STEPS_KEY}' ORDER BY name"
-        ):
-            copy.write_row(values)
-    # What search finds of each reminder (an FTS5 table in SQLite, a plain one here).
-    with cur.copy(b"COPY reminder_search (reminder_id, text) FROM STDIN") as copy:
-        for values in _rows(conn, "SELECT rowid, text FROM reminder_search ORDER BY rowid"):
-            copy.write_row(values)
-    return counts
-
-
-def _rows(conn: apsw.Connection, sql: str) -> Iterator[tuple[Any, ...]]:
-    yield from conn.execute(sql)

@@ -1,78 +1,118 @@
-"""Copy an SQLite database into an empty MySQL / MariaDB one, ids and all (`duequeue migrate`).
+"""`migrate`'s reader and writer of a MySQL / MariaDB database (store/transfer.py does the copy).
 
-As copy.py does for PostgreSQL: the rows are read in one SQLite read transaction and written in
-one MySQL transaction (batched INSERTs), so the target ends up with everything or nothing. Leases
-are not copied; the generated columns (schema_mysql.sql) are the server's to compute, and
-InnoDB moves each id counter past the ids copied.
+The reader streams each table through an unbuffered cursor (SSCursor) in one REPEATABLE READ
+transaction started WITH CONSISTENT SNAPSHOT: one snapshot, bounded memory. The writer loads the
+target in one transaction, in batched INSERTs (one multi-row statement a batch), after locking
+each table's rows and the gap after them; the generated columns (schema_mysql.sql) are the
+server's to compute, and InnoDB moves each id counter past the ids copied by itself.
 """
 
-from pathlib import Path
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
-import apsw
+import pymysql
+import pymysql.cursors
 
 from duequeue.errors import StoreError
-from duequeue.store.copy import _NOT_COPIED, META, TABLES, Copied
-from duequeue.store.mysql import Cursor, MySQLBackend
-from duequeue.store.sqlite import SQLiteBackend
+from duequeue.store.copy_rows import (
+    BATCH,
+    TABLES,
+    Load,
+    Row,
+    quoted,
+    refuse_other_version,
+    refuse_rows,
+    select,
+)
+from duequeue.store.mysql import Cursor, MySQLBackend, _line
 
-_BATCH = 1000  # rows an INSERT carries
+T = TypeVar("T")
 
 
-def sqlite_to_mysql(source: str, target: str) -> Copied:
-    """Copy every row of the SQLite database at `source` into the empty MySQL `target`."""
-    if not Path(source).is_file():
-        raise StoreError(f"no SQLite database at {source} to migrate from")
-    SQLiteBackend(source, create=False).close()  # refuses a missing, foreign or newer file
-    backend = MySQLBackend(target)
-    try:
-        conn = apsw.Connection(source, flags=apsw.SQLITE_OPEN_READONLY)
+class MySQLReader:
+    """A MySQL database, read in one snapshot while open."""
+
+    def __init__(self, url: str) -> None:
+        # Refuses a newer schema; brings an older one up to date.
+        self.backend = MySQLBackend(url)
+        self.where = f"MySQL {self.backend.where}"
         try:
-            conn.execute("BEGIN")  # one snapshot of the whole file
-            counts = backend.transact_cursor(
-                lambda cur: _copy(conn, cur, backend.where), what="migrate", repeatable=False
-            )
-        finally:
-            conn.close()
-    except apsw.Error as exc:
-        raise StoreError(f"reading {source}: {exc}") from exc
-    finally:
-        backend.close()
-    return Copied(**counts)
+            refuse_other_version(self.where, self.backend)
+        except BaseException:
+            self.backend.close()
+            raise
+        self.conn = self.backend.conn
+        try:
+            with self.conn.cursor() as cur:
+                if self.backend.mariadb:
+                    # The snapshot idles while the target is opened (its schema made) and
+                    # between tables: not the end of a client cut mid-transaction.
+                    cur.execute("SET SESSION idle_transaction_timeout = 0")
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+        except pymysql.Error as exc:
+            self.backend.close()
+            raise StoreError(f"reading {self.where}: {_line(exc)}") from exc
+
+    def rows(self, table: str, names: Sequence[str]) -> Iterator[Row]:
+        try:
+            with self.conn.cursor(pymysql.cursors.SSCursor) as cur:
+                cur.execute(select(table, names))
+                while batch := cur.fetchmany(BATCH):
+                    yield from batch
+        except pymysql.Error as exc:
+            raise StoreError(f"reading {self.where}: {_line(exc)}") from exc
+
+    def close(self) -> None:
+        with contextlib.suppress(pymysql.Error):
+            self.conn.rollback()
+        self.backend.close()
 
 
-def _copy(conn: apsw.Connection, cur: Cursor, where: str) -> dict[str, int]:
-    for table in TABLES:
-        # Locks the rows read (none, when empty) and the gap after them: an add or a tick
-        # elsewhere waits until the copy commits.
-        cur.execute(f"SELECT count(*) FROM {table} FOR UPDATE")
-        row = cur.fetchone()
-        if row and row[0]:
-            raise StoreError(
-                f"MySQL {where} already holds {row[0]} {table.replace('_', ' ')}: "
-                "migrate copies into an empty database only"
-            )
-    counts = {}
-    for table in TABLES:
-        columns = [
-            str(r[1])
-            for r in conn.execute(f"PRAGMA table_info({table})")
-            if str(r[1]) not in _NOT_COPIED
-        ]
-        counts[table] = _insert(conn, cur, table, columns, f"SELECT {', '.join(columns)}")
-    _insert(conn, cur, META, ["name", "value"], "SELECT name, value")
-    # What search finds of each reminder (an FTS5 table in SQLite, a plain one here).
-    _insert(conn, cur, "reminder_search", ["reminder_id", "text"], "SELECT rowid, text")
-    return counts
+class MySQLWriter:
+    """A MySQL database to copy into; it must hold no duequeue rows."""
+
+    def __init__(self, url: str) -> None:
+        self.backend = MySQLBackend(url)  # creates the tables of an empty database
+        self.where = f"MySQL {self.backend.where}"
+        try:
+            refuse_other_version(self.where, self.backend)
+        except BaseException:
+            self.backend.close()
+            raise
+
+    def transact(self, work: Callable[[Load], T]) -> T:
+        return self.backend.transact_cursor(
+            lambda cur: work(_MySQLLoad(cur, self.where)), what="migrate", repeatable=False
+        )
+
+    def close(self, ok: bool) -> None:
+        self.backend.close()
 
 
-def _insert(conn: apsw.Connection, cur: Cursor, table: str, columns: list[str], select: str) -> int:
-    """Copy `select` (its FROM the table's, ordered by its first column) into `table`."""
-    names = ", ".join(f'"{c}"' for c in columns)
-    insert = f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})"
-    source = "reminder_search" if table == "reminder_search" else table
-    rows = conn.execute(f"{select} FROM {source} ORDER BY 1")
-    n = 0
-    while batch := [tuple(r) for _, r in zip(range(_BATCH), rows, strict=False)]:
-        cur.executemany(insert, batch)  # one multi-row INSERT a batch
-        n += len(batch)
-    return n
+class _MySQLLoad:
+    def __init__(self, cur: Cursor, where: str) -> None:
+        self.cur = cur
+        self.where = where
+
+    def refuse_unless_empty(self) -> None:
+        for table in TABLES:
+            # Locks the rows read (none, when empty) and the gap after them: an add or a tick
+            # elsewhere waits until the copy commits.
+            self.cur.execute(f"SELECT count(*) FROM {table} FOR UPDATE")
+            row = self.cur.fetchone()
+            refuse_rows(self.where, table, row[0] if row else 0)
+
+    def insert(self, table: str, names: Sequence[str], rows: Iterable[Row]) -> int:
+        places = ", ".join(["%s"] * len(names))
+        insert = f"INSERT INTO {table} ({quoted(names)}) VALUES ({places})"
+        source = iter(rows)
+        n = 0
+        while batch := [tuple(r) for _, r in zip(range(BATCH), source, strict=False)]:
+            self.cur.executemany(insert, batch)  # one multi-row INSERT a batch
+            n += len(batch)
+        return n
+
+    def move_ids(self, table: str) -> None:
+        """Nothing to do: InnoDB's AUTO_INCREMENT goes on past the largest id inserted."""

@@ -27,6 +27,7 @@ from duequeue import (
     TickSummary,
 )
 from duequeue.api.queue import check_setup
+from duequeue.store import safe_url
 from tests.servers import HttpSink, Reply
 from tests.stores import Db, created
 
@@ -435,12 +436,16 @@ def test_migrate_copies_into_postgresql(db_path: Path, pg_url: str) -> None:
     with Queue(db_path, create=False) as lite:
         copied = lite.migrate(pg_url)
         with pytest.raises(BadInputError) as caught:
-            lite.migrate("/tmp/not-a-url.db")
+            lite.migrate(str(db_path))  # into itself
     assert (copied.reminders, copied.targets, copied.source) == (1, 1, str(db_path))
     assert caught.value.field == "to"
     with Queue(pg_url, create=False) as pg:
         (moved,) = pg.inspect("pending")
+        back = pg.migrate(str(db_path.with_name("back.db")))  # and back into a new file
     assert (moved.id, moved.key) == (rid, "k")
+    assert (back.reminders, back.source) == (1, safe_url(pg_url))
+    with Queue(db_path.with_name("back.db"), create=False) as again:
+        assert [(r.id, r.key) for r in again.inspect("pending")] == [(rid, "k")]
 
 
 # -- the package ----------------------------------------------------------------------------

@@ -113,16 +113,23 @@ def test_migrate_refuses_a_database_that_is_not_empty_and_changes_nothing(
 @pytest.mark.parametrize(
     ("source", "to", "flag"),
     [
-        ("postgresql://postgres@127.0.0.1/x", "postgresql://postgres@127.0.0.1/y", "--db"),
-        (None, "/tmp/other.db", "--to"),
+        ("postgresql://postgres@127.0.0.1/x", "postgres://other@127.0.0.1:5432/x", "--to"),
+        ("mysql://root@db/x", "mariadb://root@db:3306/x?charset=utf8mb4", "--to"),
+        (None, "SAME", "--to"),
+        ("oracle://db/x", "/tmp/other.db", "--db"),
+        (None, "redis://localhost/0", "--to"),
     ],
 )
-def test_migrate_goes_from_sqlite_to_postgresql_only(
+def test_migrate_refuses_the_same_database_twice_and_unknown_schemes(
     db_path: Path, source: str | None, to: str, flag: str
 ) -> None:
+    if to == "SAME":
+        _cli(db_path).add("--at", "+1h", "--webhook", "https://hooks.example.com/a")
+        to = str(db_path.parent / "." / db_path.name)
     run = _cli(source or db_path)("migrate", "--to", to)
-    assert run.code == 2
+    assert run.code == 2, run.err
     assert run.err.startswith(f"duequeue: error: {flag}: ")
+    assert len(run.err.splitlines()) == 1
 
 
 def test_migrate_needs_an_existing_sqlite_file(db_path: Path, pg_url: str) -> None:
@@ -134,7 +141,7 @@ def test_migrate_needs_an_existing_sqlite_file(db_path: Path, pg_url: str) -> No
 
 def test_both_schemas_have_the_same_tables_and_columns(pg_url: str) -> None:
     """What `migrate` relies on: every SQLite column has a PostgreSQL home of the same name."""
-    from duequeue.store.copy import META, TABLES
+    from duequeue.store.copy_rows import META, TABLES
     from duequeue.store.postgres import connect as open_postgres
 
     lite = apsw.Connection(":memory:")

@@ -52,7 +52,10 @@ def test_h_and_help_print_the_same_help(cli: Cli, args: list[str]) -> None:
             ["inspect", "--limit"],
             "duequeue: error: --limit: needs a value\n",
         ),
-        (["migrate"], "duequeue: error: --to: required; see duequeue migrate --help\n"),
+        (
+            ["migrate"],
+            "duequeue: error: --to/--contract: give either --to URL or --contract\n",
+        ),
         (["import"], "duequeue: error: FILE: required; see duequeue import --help\n"),
         (["--version=x"], None),
         (["frob"], "duequeue: error: no such command 'frob'; see duequeue --help\n"),
