@@ -124,17 +124,20 @@ def _record_rows(run: Run, size: int, records: Sequence[DeliveryRecord]) -> None
         while n > len(rows) - start:
             n //= 2
         flat = [value for row in rows[start : start + n] for value in row]
-        run(_record_statement(n), dict(zip(_PARAMS[: len(flat)], flat, strict=True)))
+        sql, names = _record_statement(n)
+        run(sql, dict(zip(names, flat, strict=True)))
         start += n
 
 
 @functools.cache
-def _record_statement(n: int) -> str:
-    values = ",".join("(" + ",".join(f":p{i * 8 + j}" for j in range(8)) + ")" for i in range(n))
-    return _RECORD_ROWS.format(values=values)
-
-
-_PARAMS = tuple(f"p{i}" for i in range(8 * 1024))
+def _record_statement(n: int) -> tuple[str, tuple[str, ...]]:
+    # Built on first use, names and all: at import they would cost cron's empty tick 14M
+    # instructions (8,192 names), for statements it never runs.
+    names = tuple(f"p{i}" for i in range(8 * n))
+    values = ",".join(
+        "(" + ",".join(f":{names[i * 8 + j]}" for j in range(8)) + ")" for i in range(n)
+    )
+    return _RECORD_ROWS.format(values=values), names
 
 
 def _resolve(
