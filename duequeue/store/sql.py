@@ -147,7 +147,10 @@ SQLITE = Dialect(
     search_match="text LIKE :wild AND instr(lower(text), :lowered) > 0",
     search_scan="instr(lower(text), :lowered) > 0",
     cancelled_probe="reminders r INDEXED BY reminders_cancelled",
-    record_rows=64,  # a power of two (commit_sql.py); 512 parameters, far under SQLite's 32,766
+    # Off (0): 64 (a power of two) counted 3.5% fewer instructions a delivery in the budget's
+    # ticks, but the 20,000-row tick spent 0.2-0.5 s more CPU with it and its ratio to a bare
+    # client fell 0.56-0.60 -> 0.52-0.54 (BENCHMARKS.md, the delivery path, step by step).
+    record_rows=0,
 )
 
 POSTGRES = Dialect(
