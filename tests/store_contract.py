@@ -349,8 +349,8 @@ class StoreContract:
         assert [(d.outcome, d.attempt) for d in store.deliveries(rid)] == [("failed", 1)]
 
     def test_one_batch_of_many_records_lands_each_once(self, store: Store) -> None:
-        # SQLite writes a batch's records as multi-row INSERTs of 64 (Dialect.record_rows): a
-        # record twice in one batch, a sent twice, and more rows than one statement holds.
+        # One commit's batch of many records: a record twice in it and a second sent land once
+        # (a multi-row INSERT tried for SQLite had to deduplicate them first; BENCHMARKS.md).
         rid, _ = store.add(reminder(), NOW)
         (fire,) = claim(store, NOW, "a")
         tid = fire.targets[0].id

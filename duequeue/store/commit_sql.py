@@ -20,7 +20,6 @@ ledger holds what was sent for it: whoever claims it next sees those sends, and 
 recorded as sent is never sent the fire again.
 """
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,18 +50,6 @@ _HEALED = """UPDATE reminders SET last_error = NULL, updated_at = :now
       AND NOT EXISTS (SELECT 1 FROM dead_letters
                       WHERE reminder_id = :rid AND fire_at >= :fire AND retried_at IS NULL)"""
 
-# `record` (statements/commit.sql) for many rows in one statement, where the dialect says so
-# (record_rows): the same NOT EXISTS and ON CONFLICT, over a VALUES list of the rows.
-_RECORD_ROWS = """INSERT INTO deliveries
-    (reminder_id, target_id, fire_at, outcome, error, attempt, at, retry_at)
-SELECT v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7, v.column8
-FROM (VALUES {values}) AS v
-WHERE NOT EXISTS (SELECT 1 FROM deliveries d
-                  WHERE d.reminder_id = v.column1 AND d.fire_at = v.column3
-                    AND d.target_id = v.column2 AND d.attempt = v.column6
-                    AND d.outcome || '' = v.column4)
-ON CONFLICT DO NOTHING"""
-
 _RELEASE_RETRY = """UPDATE target_retries SET lease_owner = NULL, lease_until = NULL
     WHERE target_id = :tid AND fire_at = :fire AND lease_owner = :owner"""
 
@@ -78,10 +65,7 @@ def commit(
 ) -> Committed:
     """Record, resolve and release, in that order, inside the caller's transaction."""
     if records:
-        if d.record_rows:
-            _record_rows(run, d.record_rows, records)
-        else:
-            run.many(statement(d, "record"), [_record(r) for r in records])
+        run.many(statement(d, "record"), [_record(r) for r in records])
         # A 410 Gone is remembered with its record, not with the claim's resolution: a claim
         # handed back (the budget, a stop signal) or refused resolves nothing, and the next
         # fire would call the gone endpoint again.
@@ -104,40 +88,6 @@ def _record(r: DeliveryRecord) -> dict[str, Any]:
         "at": r.at,
         "retry_at": r.retry_at,
     }
-
-
-def _record_rows(run: Run, size: int, records: Sequence[DeliveryRecord]) -> None:
-    # One record twice in a batch is written once, as executemany's runs did (the second's NOT
-    # EXISTS saw the first): an INSERT reading its own table reads it as it was before.
-    rows = list(
-        dict.fromkeys(
-            (r.reminder_id, r.target_id, r.fire_at, r.outcome, r.error, r.attempt, r.at, r.retry_at)
-            for r in records
-        )
-    )
-    # Chunks of `size`, then of the powers of two the rest adds up to: a process prepares a
-    # handful of statements once, not one for every batch size a tick happens to commit
-    # (a 64-row statement takes SQLite more to prepare than a batch's rows take to insert).
-    start = 0
-    while start < len(rows):
-        n = size
-        while n > len(rows) - start:
-            n //= 2
-        flat = [value for row in rows[start : start + n] for value in row]
-        sql, names = _record_statement(n)
-        run(sql, dict(zip(names, flat, strict=True)))
-        start += n
-
-
-@functools.cache
-def _record_statement(n: int) -> tuple[str, tuple[str, ...]]:
-    # Built on first use, names and all: at import they would cost cron's empty tick 14M
-    # instructions (8,192 names), for statements it never runs.
-    names = tuple(f"p{i}" for i in range(8 * n))
-    values = ",".join(
-        "(" + ",".join(f":{names[i * 8 + j]}" for j in range(8)) + ")" for i in range(n)
-    )
-    return _RECORD_ROWS.format(values=values), names
 
 
 def _resolve(

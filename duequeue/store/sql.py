@@ -84,10 +84,6 @@ class Dialect:
     # five times, and the server then may keep a generic plan, blind to the instant and the
     # LIMIT: serve's /api/v1/stats went from 40 to 300-400 ms at 10^6 after ten requests.
     custom_plans: str = ""
-    # A tick's ledger records as one multi-row INSERT of up to this many rows (commit_sql.py),
-    # 0 for executemany's one run a row. SQLite: apsw's executemany looks the statement up in
-    # its cache again for every row; one statement a batch costs a quarter of it a row.
-    record_rows: int = 0
 
     def sql(self, text: str) -> str:
         """Return `text` with `:name` parameters in the driver's style."""
@@ -147,10 +143,6 @@ SQLITE = Dialect(
     search_match="text LIKE :wild AND instr(lower(text), :lowered) > 0",
     search_scan="instr(lower(text), :lowered) > 0",
     cancelled_probe="reminders r INDEXED BY reminders_cancelled",
-    # Off (0): 64 (a power of two) counted 3.5% fewer instructions a delivery in the budget's
-    # ticks, but the 20,000-row tick spent 0.2-0.5 s more CPU with it and its ratio to a bare
-    # client fell 0.56-0.60 -> 0.52-0.54 (BENCHMARKS.md, the delivery path, step by step).
-    record_rows=0,
 )
 
 POSTGRES = Dialect(
