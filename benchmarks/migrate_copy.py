@@ -33,8 +33,8 @@ def _with_database(url: str, name: str) -> str:
 
 def run(n: int) -> list[dict[str, object]]:
     name = f"dq_bench_migrate_{secrets.token_hex(4)}"
-    with psycopg.connect(PG, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
+    with psycopg.connect(PG, autocommit=True) as pg_admin:
+        pg_admin.execute(f"CREATE DATABASE {name}")
     with my_admin(MY) as admin, admin.cursor() as cur:
         cur.execute(f"CREATE DATABASE `{name}`")
     pg, my = _with_database(PG, name), _with_database(MY, name)
@@ -74,8 +74,8 @@ def run(n: int) -> list[dict[str, object]]:
                 )
                 print(json.dumps(results[-1]), flush=True)
     finally:
-        with psycopg.connect(PG, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        with psycopg.connect(PG, autocommit=True) as pg_admin:
+            pg_admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         with my_admin(MY) as admin, admin.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
     return results
