@@ -43,11 +43,7 @@ class PostgresReader:
         # Refuses a newer schema; brings an older one up to date.
         self.backend = PostgresBackend(url)
         self.where = f"PostgreSQL {self.backend.where}"
-        try:
-            refuse_other_version(self.where, self.backend)
-        except BaseException:
-            self.backend.close()
-            raise
+        refuse_other_version(self.where, self.backend)  # closes it when refused
         self.conn = self.backend.conn
         try:
             self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -80,11 +76,7 @@ class PostgresWriter:
     def __init__(self, url: str) -> None:
         self.backend = PostgresBackend(url)  # creates the tables of an empty database
         self.where = f"PostgreSQL {self.backend.where}"
-        try:
-            refuse_other_version(self.where, self.backend)
-        except BaseException:
-            self.backend.close()
-            raise
+        refuse_other_version(self.where, self.backend)  # closes it when refused
 
     def transact(self, work: Callable[[Load], T]) -> T:
         return self.backend.transact_cursor(

@@ -37,11 +37,7 @@ class MySQLReader:
         # Refuses a newer schema; brings an older one up to date.
         self.backend = MySQLBackend(url)
         self.where = f"MySQL {self.backend.where}"
-        try:
-            refuse_other_version(self.where, self.backend)
-        except BaseException:
-            self.backend.close()
-            raise
+        refuse_other_version(self.where, self.backend)  # closes it when refused
         self.conn = self.backend.conn
         try:
             with self.conn.cursor() as cur:
@@ -76,11 +72,7 @@ class MySQLWriter:
     def __init__(self, url: str) -> None:
         self.backend = MySQLBackend(url)  # creates the tables of an empty database
         self.where = f"MySQL {self.backend.where}"
-        try:
-            refuse_other_version(self.where, self.backend)
-        except BaseException:
-            self.backend.close()
-            raise
+        refuse_other_version(self.where, self.backend)  # closes it when refused
 
     def transact(self, work: Callable[[Load], T]) -> T:
         return self.backend.transact_cursor(

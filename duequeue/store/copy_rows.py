@@ -118,9 +118,15 @@ class Writer(Protocol):
 
 def refuse_other_version(where: str, backend: "Backend") -> None:
     """Refuse a database at another schema version than this duequeue's (one a newer duequeue
-    expanded, its floor still this one's, opens fine): the columns copied are this version's."""
-    found = backend.transact(backend.shape, what="reading the schema version", write=False)
+    expanded, its floor still this one's, opens fine): the columns copied are this version's.
+    A database refused, or one whose version cannot be read, is closed before the error leaves."""
+    try:
+        found = backend.transact(backend.shape, what="reading the schema version", write=False)
+    except BaseException:
+        backend.close()
+        raise
     if found.version != schema.VERSION:
+        backend.close()
         raise StoreError(
             f"{where} has schema version {found.version}; this duequeue's migrate copies "
             f"schema {schema.VERSION} only: run the migrate of the duequeue that made it"

@@ -73,11 +73,7 @@ class SQLiteWriter:
         self.fresh: Path | None = None
         if self.path.exists():
             self.backend = SQLiteBackend(self.path, create=False)
-            try:
-                refuse_other_version(self.where, self.backend)
-            except BaseException:
-                self.backend.close()
-                raise
+            refuse_other_version(self.where, self.backend)  # closes it when refused
         else:
             self.fresh = self.path.with_name(f".{self.path.name}.migrating-{os.getpid()}")
             self._remove_fresh()
