@@ -65,7 +65,8 @@ def commit(
 ) -> Committed:
     """Record, resolve and release, in that order, inside the caller's transaction."""
     if records:
-        run.many(statement(d, "record"), [_record(r) for r in records])
+        rows = [_record(r) for r in records]
+        run.many(statement(d, "record"), _unrecorded(run, d, rows) if d.read_then_write else rows)
         # A 410 Gone is remembered with its record, not with the claim's resolution: a claim
         # handed back (the budget, a stop signal) or refused resolves nothing, and the next
         # fire would call the gone endpoint again.
@@ -90,6 +91,37 @@ def _record(r: DeliveryRecord) -> dict[str, Any]:
     }
 
 
+def _unrecorded(run: Run, d: Dialect, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return the records the ledger does not hold yet, each once: what the default statement's
+    NOT EXISTS keeps, read for the whole batch in one statement (Dialect.read_then_write)."""
+    keys = sorted({(r["rid"], r["fire"]) for r in rows})
+    held = {
+        (int(rid), int(fire), int(tid), int(attempt), outcome)
+        for rid, fire, tid, outcome, _, attempt, _, _ in run(
+            statement(d, "ledger_of_fires"),
+            {"rids": d.ids([k[0] for k in keys]), "fires": d.ids([k[1] for k in keys])},
+        )
+    }
+    fresh = []
+    for r in rows:
+        key = (r["rid"], r["fire"], r["tid"], r["attempt"], r["outcome"])
+        if key not in held:
+            held.add(key)  # the same attempt twice in one batch: the first lands
+            fresh.append(r)
+    return fresh
+
+
+def _still_ours(run: Run, d: Dialect, owner: str, ids: Sequence[int]) -> set[int]:
+    """Return which of these reminder rows `owner` still holds the lease of."""
+    if not ids:
+        return set()
+    found = run(
+        d.sql(f"SELECT id FROM reminders WHERE {d.in_ids('id', 'ids')} AND lease_owner = :owner"),
+        {"ids": d.ids(sorted(set(ids))), "owner": owner},
+    )
+    return {int(r[0]) for r in found}
+
+
 def _resolve(
     run: Run, d: Dialect, owner: str, now: int, resolutions: Sequence[Resolution]
 ) -> tuple[list[Resolution], list[Resolution]]:
@@ -103,7 +135,12 @@ def _resolve(
         _row(r, now, owner) for r in resolutions if r.row is not None and r.row is not SENT_DONE
     ]
     taken = [r.claim for r in resolutions if isinstance(r.claim, TargetClaim)]
-    kept_rows = {int(found[0]) for found in run.many(statement(d, "resolve_done"), done)}
+    if d.read_then_write:
+        ids = [r.reminder_id for r in resolutions if r.row is SENT_DONE]
+        kept_rows = _still_ours(run, d, owner, ids)
+        run.many(statement(d, "resolve_done"), [p for p in done if p["id"] in kept_rows])
+    else:
+        kept_rows = {int(found[0]) for found in run.many(statement(d, "resolve_done"), done)}
     kept_rows.update(int(found[0]) for found in run.many(statement(d, "resolve_row"), rows))
     kept_retries = {
         (int(tid), int(fire))

@@ -84,6 +84,14 @@ class Dialect:
     # five times, and the server then may keep a generic plan, blind to the instant and the
     # LIMIT: serve's /api/v1/stats went from 40 to 300-400 ms at 10^6 after ten requests.
     custom_plans: str = ""
+    # One writer, whose write transaction holds the lock from its start (SQLite's BEGIN
+    # IMMEDIATE): what a commit reads stays true until it ends. So a commit reads which of its
+    # claims are still ours and which records the ledger has in one statement each, then
+    # writes with statements that neither return rows nor read the table they insert into:
+    # SQLite builds a temporary b-tree for every run of UPDATE ... RETURNING and of INSERT ...
+    # SELECT from the same table, which cost about a tenth of a tick's SQLite share per row
+    # (commit_sql.py; BENCHMARKS.md, issue 34: the delivery path, step by step).
+    read_then_write: bool = False
 
     def sql(self, text: str) -> str:
         """Return `text` with `:name` parameters in the driver's style."""
@@ -136,6 +144,7 @@ SQLITE = Dialect(
     no_limit=-1,
     read_before_claim=True,
     snapshot="",  # a WAL read transaction is one snapshot
+    read_then_write=True,
     search_id="rowid",
     # FTS5 answers LIKE from its trigrams only without an ESCAPE clause, so :wild has the
     # term's own % and _ as _; instr() then keeps the rows holding the term itself. Both fold

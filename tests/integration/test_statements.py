@@ -82,7 +82,7 @@ def test_each_override_names_a_default_and_a_known_database() -> None:
     defaults = {name for name, where in found if where is None}
     for name, where in found:
         assert name in defaults, f"{name} [{where}] overrides no default"
-        assert where in (None, "postgresql", "mysql"), f"{name}: unknown database {where}"
+        assert where in (None, "sqlite", "postgresql", "mysql"), f"{name}: unknown database {where}"
     # The statements whose shape the issue names: each has MySQL's own.
     for name in ("claim_rows", "claim_retries", "ledger_of_fires", "waiting", "dead", "record"):
         assert (name, "mysql") in found

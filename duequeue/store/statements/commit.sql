@@ -1,5 +1,6 @@
 -- A tick's commit (commit_sql.py): the ledger's records, the claims' resolutions, the upserts of
--- target retries and dead letters. The default is SQLite's and PostgreSQL's.
+-- target retries and dead letters. The default is SQLite's and PostgreSQL's; SQLite's own
+-- `record` and `resolve_done` go with the reads commit_sql makes first (Dialect.read_then_write).
 
 -- name: record
 -- A second `sent` of one target and fire is a no-op (deliveries_sent_once), and so is the same
@@ -15,6 +16,14 @@ SELECT CAST(:rid AS BIGINT), CAST(:tid AS BIGINT), CAST(:fire AS BIGINT),
 WHERE NOT EXISTS (SELECT 1 FROM deliveries
                   WHERE reminder_id = :rid AND fire_at = :fire AND target_id = :tid
                     AND attempt = :attempt AND outcome || '' = :outcome)
+ON CONFLICT DO NOTHING
+
+-- name: record [sqlite]
+-- The records commit_sql found not in the ledger yet (Dialect.read_then_write): a plain
+-- INSERT, which reads no table, so SQLite needs no temporary b-tree to run it.
+INSERT INTO deliveries
+    (reminder_id, target_id, fire_at, outcome, error, attempt, at, retry_at)
+VALUES (:rid, :tid, :fire, :outcome, :error, :attempt, :at, :retry_at)
 ON CONFLICT DO NOTHING
 
 -- name: record [mysql]
@@ -69,6 +78,15 @@ UPDATE reminders SET
     lease_owner = NULL, lease_until = NULL, updated_at = :now
 WHERE id = :id AND lease_owner = :owner
 RETURNING id
+
+-- name: resolve_done [sqlite]
+-- Run for the rows commit_sql found still ours (Dialect.read_then_write): no RETURNING, for
+-- which SQLite fills a temporary b-tree every run. The lease is still tested.
+UPDATE reminders SET
+    fire_at = NULL, next_fire_at = NULL, error_count = 0, last_error = NULL,
+    last_fired_at = :fire, done_at = :now, dead_at = NULL,
+    lease_owner = NULL, lease_until = NULL, updated_at = :now
+WHERE id = :id AND lease_owner = :owner
 
 -- name: resolve_done [mysql]
 SELECT id FROM reminders WHERE id = :id AND lease_owner = :owner FOR UPDATE
