@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Callable
 
 from duequeue.channels import registry
-from duequeue.channels.base import Message
+from duequeue.channels.base import Message, Outcome
 from duequeue.config import alert_targets
 from duequeue.config.settings import Settings
 from duequeue.engine.summary import TickSummary
@@ -78,13 +78,14 @@ def send(settings: Settings, summary: TickSummary, clock: Callable[[], int]) -> 
     async def deliver() -> list[str]:
         async with registry.Senders(opening) as senders:
             await senders.open({channel for channel, _ in targets})
-            outcomes = await asyncio.gather(
-                *(senders.send(msg, channel, address, None) for channel, address in targets)
+            lanes = await asyncio.gather(
+                *(_in_turn(senders, msg, channel, targets) for channel in _channels(targets))
             )
+        outcomes = dict(pair for lane in lanes for pair in lane)
         return [
-            f"{registry.label(channel, address)}: {outcome.error}"
-            for (channel, address), outcome in zip(targets, outcomes, strict=True)
-            if outcome.status != "sent"
+            f"{registry.label(channel, address)}: {outcomes[n].error}"
+            for n, (channel, address) in enumerate(targets)
+            if outcomes[n].status != "sent"
         ]
 
     try:
@@ -95,6 +96,30 @@ def send(settings: Settings, summary: TickSummary, clock: Callable[[], int]) -> 
     except Exception as exc:  # an alert must never fail the tick it reports on
         return f"{type(exc).__name__}: {exc}"
     return "; ".join(failures) or None
+
+
+def _channels(targets: tuple[alert_targets.AlertTarget, ...]) -> list[str]:
+    """Return the channels of `targets`, each once, in the order first named."""
+    return list(dict.fromkeys(channel for channel, _ in targets))
+
+
+async def _in_turn(
+    senders: registry.Senders,
+    msg: Message,
+    channel: str,
+    targets: tuple[alert_targets.AlertTarget, ...],
+) -> list[tuple[int, Outcome]]:
+    """Send `msg` to the targets of `channel`, one after another; return (index, outcome)s.
+
+    One at a time, as each channel was opened for ("concurrency": 1): a channel does not bound
+    its callers' sends (a tick's pool of workers does that for its own), and a send waiting for
+    the channel's one connection would spend its timeout. Channels still go side by side.
+    """
+    return [
+        (n, await senders.send(msg, channel, address, None))
+        for n, (c, address) in enumerate(targets)
+        if c == channel
+    ]
 
 
 def _iso(ms: int) -> str:
