@@ -45,7 +45,11 @@ class Checkpointer:
         if pages >= PAGES:
             self._wake.set()
         if pages >= PAGES * FALLBACK:
-            conn.wal_checkpoint(name)
+            # Busy (the thread is checkpointing now) or failed: either way the commit has
+            # happened, and an error returned from here would make its COMMIT report a failure.
+            # SQLite's own hook ignores the checkpoint's result the same way.
+            with contextlib.suppress(apsw.Error):
+                conn.wal_checkpoint(name)
         return apsw.SQLITE_OK
 
     def _run(self) -> None:
