@@ -39,12 +39,15 @@ def backend(tmp_path: Path) -> SQLiteBackend:
     return b
 
 
-def test_commits_wake_the_thread_and_the_log_stays_bounded(
-    backend: SQLiteBackend, tmp_path: Path
-) -> None:
+def _drained(backend: SQLiteBackend) -> sqlite_checkpoint.Checkpointer:
     backend.drain()
     checkpointer = backend._checkpointer
     assert checkpointer is not None
+    return checkpointer
+
+
+def test_commits_wake_the_thread_that_checkpoints(backend: SQLiteBackend, tmp_path: Path) -> None:
+    checkpointer = _drained(backend)
     assert int(backend.conn.execute("PRAGMA cache_size").get) == -32 * 1024
     _write_pages(backend, 1500)  # ~13,500 pages through the log
     backend.close()
@@ -63,9 +66,7 @@ def test_a_checkpointer_behind_leaves_the_writer_to_checkpoint_itself(
     monkeypatch.setattr(sqlite_checkpoint, "PAGES", 20)
     monkeypatch.setattr(sqlite_checkpoint, "FALLBACK", 4)
     monkeypatch.setattr(sqlite_checkpoint.Checkpointer, "_run", _held_up)
-    backend.drain()
-    checkpointer = backend._checkpointer
-    assert checkpointer is not None
+    checkpointer = _drained(backend)
     _write_pages(backend, 80)
     assert checkpointer.runs == 0
     # 80 commits of about 9 pages: 720 and more without the fallback.
@@ -82,9 +83,7 @@ def _held_up(self: sqlite_checkpoint.Checkpointer) -> None:
 def test_close_gives_the_writer_back_its_own_checkpoints(
     backend: SQLiteBackend, tmp_path: Path
 ) -> None:
-    backend.drain()
-    checkpointer = backend._checkpointer
-    assert checkpointer is not None
+    checkpointer = _drained(backend)
     checkpointer.close()
     backend._checkpointer = None
     _write_pages(backend, 300)  # ~2,700 pages: SQLite's autocheckpoint at 1,000 restarts the log
@@ -100,9 +99,7 @@ class _Busy:
 def test_a_busy_fallback_never_fails_the_commit_that_ran_it(backend: SQLiteBackend) -> None:
     # The hook runs after the commit: an error from it would make COMMIT report a failure of
     # a transaction that is in the log, and the tick would take its batch for lost.
-    backend.drain()
-    checkpointer = backend._checkpointer
-    assert checkpointer is not None
+    checkpointer = _drained(backend)
     pages = sqlite_checkpoint.PAGES * sqlite_checkpoint.FALLBACK
     assert checkpointer._committed(_Busy(), "main", pages) == apsw.SQLITE_OK  # type: ignore[arg-type]
     backend.close()
