@@ -82,8 +82,8 @@ def root(
         typer.Option(
             "--db",
             metavar="PATH|URL",
-            help="Database: an SQLite file path or a postgresql:// URL (env DUEQUEUE_DB; "
-            "default an SQLite file under the user data dir).",
+            help="Database: an SQLite file path, a postgresql:// or a mysql:// URL "
+            "(env DUEQUEUE_DB; default an SQLite file under the user data dir).",
             show_default=False,
         ),
     ] = None,

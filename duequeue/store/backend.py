@@ -95,6 +95,11 @@ class Backend(Protocol):
         """Cut the call running on another thread short and fail every later one at once
         (safe from any thread); nothing where every call is bounded by a timeout of its own."""
 
+    def drain(self) -> None:
+        """Tune the connection for a process that will commit without pause (a tick's commit
+        helper draining a backlog); nothing where the server does that work (SQLite: a
+        larger page cache and checkpoints on a thread of their own)."""
+
     def listener(self) -> Listener | None:
         """Return a way to wait for fires made due by other processes, or None where only
         polling can tell (SQLite)."""

@@ -184,6 +184,9 @@ class PostgresBackend:
             watchdog.start()
             self._watchdog = watchdog
 
+    def drain(self) -> None:
+        return None  # the server checkpoints on its own
+
     def interrupt(self) -> None:
         """Cut the call running on another thread, and fail every later one at once.
 

@@ -111,6 +111,11 @@ class Store:
         """
         self.backend.interrupt()
 
+    def drain(self) -> None:
+        """Tune the connection for committing without pause: a tick's commit helper draining a
+        backlog calls it once (SQLite: a larger page cache, checkpoints on a thread)."""
+        self.backend.drain()
+
     def listener(self) -> Listener | None:
         """Return a wait that ends when another process makes a fire due (add, import, retry,
         reschedule commit a notification), or None where the database cannot tell (SQLite):
